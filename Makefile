@@ -1,0 +1,30 @@
+# `make test` is what CI runs (.ci/run) and what the README gives.
+GO       ?= go
+FUZZTIME ?= 5s
+
+.PHONY: test deps fmt-check vet unit fuzz bench
+
+test: deps fmt-check vet unit fuzz
+
+deps:
+	@scripts/deps.sh
+
+fmt-check:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+unit:
+	$(GO) test -race -timeout 9m ./...
+
+# A short run of every fuzz target; longer: make fuzz FUZZTIME=10m
+fuzz:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
+
+# Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	cd bench && $(GO) test -run='^$$' -bench=. -benchmem ./...

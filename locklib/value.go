@@ -1,0 +1,165 @@
+package locklib
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Value is the decoded content of a lock key written by locklib:
+//
+//	<node>:<trace>:<unix_ms>:<rand>            plain lock
+//	<node>:<trace>:<unix_ms>:<rand>:<count>    re-entrant lock, count >= 1
+//
+// ':' and '%' inside node and trace are percent-encoded, so locklib's own values always have
+// exactly 4 (or 5) fields; docs/value-format.md is the reference.
+type Value struct {
+	Node       string    // who holds the lock (hostname by default)
+	Trace      string    // the caller's trace id; "" when none ("-" on the wire)
+	AcquiredAt time.Time // millisecond precision
+	Rand       string    // 16 lowercase hex chars: what makes the value unique
+	Count      int       // re-entry count; 0 for a plain (not re-entrant) lock
+}
+
+// ErrBadValue is returned by ParseValue for text that is not in locklib's format.
+var ErrBadValue = errors.New("locklib: not a lockscope lock value")
+
+// noTrace stands for "no trace id" on the wire.
+const noTrace = "-"
+
+// newValue makes a fresh value for an acquisition now.
+func newValue(node, trace string, now time.Time) Value {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("locklib: crypto/rand failed: " + err.Error())
+	}
+	return Value{Node: node, Trace: trace, AcquiredAt: time.UnixMilli(now.UnixMilli()), Rand: hex.EncodeToString(b[:])}
+}
+
+// String encodes v in the wire format.
+func (v Value) String() string {
+	var sb strings.Builder
+	sb.WriteString(escapeField(v.Node))
+	sb.WriteByte(':')
+	switch {
+	case v.Trace == "":
+		sb.WriteString(noTrace)
+	case v.Trace == noTrace:
+		sb.WriteString("%2D") // a literal "-" trace must not read as "no trace"
+	default:
+		sb.WriteString(escapeField(v.Trace))
+	}
+	sb.WriteByte(':')
+	sb.WriteString(strconv.FormatInt(v.AcquiredAt.UnixMilli(), 10))
+	sb.WriteByte(':')
+	sb.WriteString(v.Rand)
+	if v.Count > 0 {
+		sb.WriteByte(':')
+		sb.WriteString(strconv.Itoa(v.Count))
+	}
+	return sb.String()
+}
+
+// Base is the value without its re-entry count: what stays the same across re-entries.
+func (v Value) Base() string {
+	v.Count = 0
+	return v.String()
+}
+
+// ParseValue decodes a value in locklib's format. It parses from the right so that values
+// written by other code in the same layout, whose node holds raw ':' (an IPv6 address,
+// host:port), still decode: everything left of the trace field is the node.
+func ParseValue(s string) (Value, error) {
+	fields := strings.Split(s, ":")
+	if len(fields) < 4 {
+		return Value{}, fmt.Errorf("%w: %d fields", ErrBadValue, len(fields))
+	}
+	var v Value
+	last := len(fields) - 1
+	if !isRand(fields[last]) {
+		// Re-entrant form: the count is last, the random part before it.
+		n, err := strconv.Atoi(fields[last])
+		if err != nil || n < 1 || fields[last] != strconv.Itoa(n) || !isRand(fields[last-1]) || len(fields) < 5 {
+			return Value{}, fmt.Errorf("%w: no random part", ErrBadValue)
+		}
+		v.Count = n
+		last--
+	}
+	v.Rand = fields[last]
+	ms, err := strconv.ParseInt(fields[last-1], 10, 64)
+	if err != nil || ms < 0 {
+		return Value{}, fmt.Errorf("%w: bad timestamp %q", ErrBadValue, fields[last-1])
+	}
+	v.AcquiredAt = time.UnixMilli(ms)
+	trace := fields[last-2]
+	if trace != noTrace {
+		if v.Trace, err = unescapeField(trace); err != nil {
+			return Value{}, err
+		}
+	}
+	node := strings.Join(fields[:last-2], ":")
+	if v.Node, err = unescapeField(node); err != nil {
+		return Value{}, err
+	}
+	return v, nil
+}
+
+func isRand(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// escapeField percent-encodes the two bytes that would break the layout.
+func escapeField(s string) string {
+	if !strings.ContainsAny(s, ":%") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '%':
+			sb.WriteString("%25")
+		case ':':
+			sb.WriteString("%3A")
+		default:
+			sb.WriteByte(s[i])
+		}
+	}
+	return sb.String()
+}
+
+// unescapeField decodes any %XX escape (other writers may escape more than we do).
+func unescapeField(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			sb.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("%w: truncated escape in %q", ErrBadValue, s)
+		}
+		b, err := hex.DecodeString(s[i+1 : i+3])
+		if err != nil {
+			return "", fmt.Errorf("%w: bad escape in %q", ErrBadValue, s)
+		}
+		sb.WriteByte(b[0])
+		i += 2
+	}
+	return sb.String(), nil
+}
