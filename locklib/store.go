@@ -14,6 +14,9 @@ type store interface {
 	// an error means the attempt could not be decided (backend trouble, context).
 	acquire(ctx context.Context, req acquireRequest) (acquireResult, error)
 
+	// For refresh, release and pttl, value is the stored value, or for a re-entrant lock
+	// its Value.Base(): the stored value then matches it followed by ':<count>'.
+
 	// refresh extends a lock held with value to ttl. It returns an error wrapping ErrNotHeld
 	// when the key is gone or holds another value, and the new local validity deadline.
 	refresh(ctx context.Context, key, value string, ttl time.Duration) (validUntil time.Time, err error)
@@ -41,9 +44,13 @@ type acquireRequest struct {
 	key       string
 	value     Value         // Count is ignored: the store sets it for re-entrant locks
 	ttl       time.Duration // asked-for lifetime
-	reentrant bool          // same Value.Base() may enter again, count + 1
+	reentrant bool          // a stored value with the same Value.Rand (same owner) may enter again, count + 1
 	waiterID  string        // identifies this Obtain call in a store's wait queue ("" for TryObtain)
 	start     time.Time     // monotonic start of the attempt, for Redlock validity
+	waited    time.Duration // how long the Obtain has waited so far (for the acquired event)
+	// wake is the signal channel this Obtain got from wakeups(key), so a store that
+	// addresses wake-ups to one waiter can route them to it (nil for TryObtain).
+	wake <-chan struct{}
 }
 
 // acquireResult is the outcome of one attempt.
@@ -53,7 +60,12 @@ type acquireResult struct {
 	count      int           // re-entry count after this attempt; 0 for plain locks
 	token      int64         // fencing token; 0 when the store has none (Redlock)
 	validUntil time.Time     // local deadline by which the lock must be renewed
-	holderTTL  time.Duration // when not acquired: the holder's remaining TTL if known, else 0
+	holderTTL  time.Duration // when not acquired: the holder's remaining TTL if known, else 0 (-1: no expiry)
+	waiters    int64         // waiters queued on the key after this attempt, when the store knows
+	// position is this waiter's place in the store's wait queue (0 = next), -1 when the
+	// store has no queue or did not say. Waiters behind the first are woken in turn, so
+	// they poll only at the back-off cap.
+	position int64
 }
 
 // releaseResult says what a release did.

@@ -1,0 +1,86 @@
+package locklib
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// rawRelease is the minimal compare-and-delete a hand-written lock would use.
+var rawRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+// BenchmarkUncontendedCycle compares one uncontended Obtain+Release with a raw go-redis
+// SET NX PX + EVALSHA compare-and-delete cycle. The machine is shared and noisy, so each
+// iteration runs one cycle of every variant, interleaved, against the same server, and
+// the metrics are the mean time per cycle of each and the ratios:
+//
+//	go test -run '^$' -bench UncontendedCycle -benchtime 20000x -count 5 ./locklib
+func BenchmarkUncontendedCycle(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	rdb := srv.Client()
+	withEvents := New(srv.Client())
+	defer withEvents.Close()
+	noEvents := New(srv.Client(), WithEvents(false))
+	defer noEvents.Close()
+
+	var buf [8]byte
+	raw := func() {
+		_, _ = rand.Read(buf[:])
+		value := hex.EncodeToString(buf[:])
+		ok, err := rdb.SetNX(ctx, "lock:bench:raw", value, 10*time.Second).Result()
+		if err != nil || !ok {
+			b.Fatalf("SET NX: %v %v", ok, err)
+		}
+		if err := rawRelease.Run(ctx, rdb, []string{"lock:bench:raw"}, value).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cycle := func(c *Client) func() {
+		return func() {
+			l, err := c.Obtain(ctx, "lock:bench:locklib", 10*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	scriptsOnly := func() {
+		v := newValue("n", "", time.Now()).String()
+		keys := []string{"lock:so", FenceKey("lock:so"), WaitQueueKey("lock:so"), WaitPresenceKey("lock:so")}
+		if err := scriptAcquire.Run(ctx, rdb, keys, v, 10000, "", "", 1750, 86400000, "", "").Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := scriptRelease.Run(ctx, rdb, keys, v, "0", "", "x").Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	variants := []func(){raw, cycle(withEvents), cycle(noEvents), scriptsOnly}
+	var spent [4]time.Duration
+	for _, v := range variants { // warm up connections and script caches
+		v()
+	}
+	n := 0
+	for b.Loop() {
+		for i, v := range variants {
+			start := time.Now()
+			v()
+			spent[i] += time.Since(start)
+		}
+		n++
+	}
+	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(n) }
+	b.ReportMetric(per(0), "raw-ns/cycle")
+	b.ReportMetric(per(1), "locklib-ns/cycle")
+	b.ReportMetric(per(2), "locklib-noevents-ns/cycle")
+	b.ReportMetric(per(1)/per(0), "locklib/raw")
+	b.ReportMetric(per(2)/per(0), "noevents/raw")
+	b.ReportMetric(per(3)/per(0), "scripts/raw")
+}

@@ -1,0 +1,103 @@
+package locklib
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client obtains locks. It holds what is the same for every backend (options, waiting,
+// back-off, the watchdog, Lost(), events, the observer); storage goes through a store.
+// A Client is safe for concurrent use; Close it to stop its shared subscription.
+type Client struct {
+	store  store
+	cfg    config
+	id     string   // 16 hex chars; waiter ids are "<id>:<n>" so wake-ups find this client
+	secret [32]byte // derives re-entrant owners' value identity (see ownerRand)
+	seq    atomic.Uint64
+}
+
+// New returns a Client for locks on one Redis server or cluster (rdb is not closed by Close).
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	s := newSingleStore(rdb)
+	c := newClient(s, opts...)
+	s.setup(c.cfg, c.id)
+	return c
+}
+
+// newClient is the constructor shared by every backend (New, NewRedlock).
+func newClient(s store, opts ...Option) *Client {
+	c := &Client{store: s, cfg: newConfig(opts)}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		panic("locklib: crypto/rand failed: " + err.Error())
+	}
+	c.id = hex.EncodeToString(id[:])
+	if _, err := rand.Read(c.secret[:]); err != nil {
+		panic("locklib: crypto/rand failed: " + err.Error())
+	}
+	return c
+}
+
+// Close stops the client's shared wake-up subscription. Locks already held keep working
+// (Release, Refresh, watchdog); an Obtain after Close still works but waits by polling only.
+func (c *Client) Close() error { return c.store.close() }
+
+type ownerKey struct{}
+
+// ContextWithOwner names the owner of re-entrant locks obtained with ctx: the same Client
+// with the same owner id may enter a Reentrant() lock again. Without an owner every Obtain
+// is its own owner.
+func ContextWithOwner(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, id)
+}
+
+func ownerFrom(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(ownerKey{}).(string)
+	return id, ok
+}
+
+// newValue makes the value for an acquisition. A re-entrant lock with an owner gets a
+// random part derived from (client secret, owner, key), so the owner's next Obtain
+// recognizes the stored value as its own without any client-side state; nobody without
+// the secret can forge it.
+func (c *Client) newValue(ctx context.Context, key string, lc lockConfig) Value {
+	v := newValue(c.cfg.node, lc.trace, time.Now())
+	if lc.reentrant {
+		v.Count = 1
+		if owner, ok := ownerFrom(ctx); ok {
+			v.Rand = c.ownerRand(owner, key)
+		}
+	}
+	return v
+}
+
+func (c *Client) ownerRand(owner, key string) string {
+	m := hmac.New(sha256.New, c.secret[:])
+	m.Write([]byte(owner))
+	m.Write([]byte{0})
+	m.Write([]byte(key))
+	return hex.EncodeToString(m.Sum(nil)[:8])
+}
+
+func (c *Client) nextWaiterID() string {
+	return c.id + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+}
+
+func validate(key string, ttl time.Duration) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: ttl %v is below 1ms", ErrInvalid, ttl)
+	}
+	return nil
+}

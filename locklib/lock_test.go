@@ -1,0 +1,359 @@
+package locklib
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+)
+
+func TestMutualExclusion(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 30*time.Second)
+	var d overlapDetector
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 15 {
+				l, err := c.Obtain(ctx, "lock:mutex", time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				d.section(time.Millisecond)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if d.overlaps.Load() != 0 || d.sections.Load() != 120 {
+		t.Fatalf("overlaps=%d sections=%d, want 0 and 120", d.overlaps.Load(), d.sections.Load())
+	}
+}
+
+func TestHighContention(t *testing.T) {
+	srv := redistest.Start(t)
+	// Two clients, as two processes would be: wake-ups cross between them.
+	a, _ := newTestClient(t, srv)
+	b, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 40*time.Second)
+	var d overlapDetector
+	var wg sync.WaitGroup
+	for i := range 100 {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		wg.Go(func() {
+			l, err := c.Obtain(ctx, "lock:hot", 2*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			d.section(100 * time.Microsecond)
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if d.overlaps.Load() != 0 || d.sections.Load() != 100 {
+		t.Fatalf("overlaps=%d sections=%d, want 0 and 100", d.overlaps.Load(), d.sections.Load())
+	}
+}
+
+func TestExpiryFreesAbandonedLock(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	if _, err := c.Obtain(ctx, "lock:abandoned", 150*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Never released: the next Obtain gets it once the TTL runs out.
+	start := time.Now()
+	l, err := c.Obtain(ctx, "lock:abandoned", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("obtained after %v, before the abandoned lock expired", waited)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoCrossDelete(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	a, err := c.Obtain(ctx, "lock:cross", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // A's lock expires
+	b, err := c.Obtain(ctx, "lock:cross", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("A released B's lock: err = %v", err)
+	}
+	if err := a.Refresh(ctx, time.Second); err == nil {
+		t.Fatal("A refreshed B's lock")
+	}
+	if got := rdb.Get(ctx, "lock:cross").Val(); got != b.Value() {
+		t.Fatalf("key holds %q, want B's %q", got, b.Value())
+	}
+	if d, err := a.TTL(ctx); err != nil || d != 0 {
+		t.Fatalf("A's TTL = %v, %v; want 0", d, err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("second release: %v", err)
+	}
+}
+
+func TestTryObtain(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.TryObtain(ctx, "lock:try", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryObtain(ctx, "lock:try", time.Second); !errors.Is(err, ErrNotObtained) || errors.Is(err, ErrBackend) {
+		t.Fatalf("second TryObtain: %v, want ErrNotObtained", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryObtain(ctx, "", time.Second); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("empty key: %v", err)
+	}
+	if _, err := c.TryObtain(ctx, "k", 0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("zero ttl: %v", err)
+	}
+}
+
+func TestObtainContextEnds(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	held, err := c.Obtain(ctx, "lock:ctx", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = c.Obtain(short, "lock:ctx", time.Second)
+	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrBackend) {
+		t.Fatalf("err = %v, want ErrNotObtained joined with DeadlineExceeded", err)
+	}
+	// The waiter left the queue, so a TryObtain after the release is not blocked by it.
+	if n := rdb.ZCard(ctx, WaitQueueKey("lock:ctx")).Val(); n != 0 {
+		t.Fatalf("%d waiters left in the queue", n)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.TryObtain(ctx, "lock:ctx", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+}
+
+func TestReleaseWithCancelledContext(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := c.Obtain(ctx, "lock:cancelled", 30*time.Second, WithWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release with a cancelled ctx: %v", err)
+	}
+	if n := rdb.Exists(context.Background(), "lock:cancelled").Val(); n != 0 {
+		t.Fatal("key still exists after release with a cancelled ctx")
+	}
+}
+
+func TestWatchdogKeepsLockAndStopsAtCap(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t, 10*time.Second)
+	const ttl = 150 * time.Millisecond
+	var renewals atomic.Int32
+	c, rdb := newTestClient(t, srv, WithObserver(ObserverFunc(func(o Observation) {
+		if o.Type == EventRenewed {
+			renewals.Add(1)
+		}
+	})))
+	l, err := c.Obtain(ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 renewals at ttl/3 keep it until about 8*ttl/3 + ttl = 550ms.
+	time.Sleep(2 * ttl)
+	if got := rdb.Get(ctx, "lock:dog").Val(); got != l.Value() {
+		t.Fatalf("after 2 TTLs the key holds %q, want ours", got)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost() did not close after the watchdog's cap")
+	}
+	if err := l.Err(); !errors.Is(err, ErrLost) || !errors.Is(err, ErrValidityPassed) {
+		t.Fatalf("Err() = %v", err)
+	}
+	waitGone(t, rdb, "lock:dog", time.Second) // the local deadline comes first, by the RTT
+	if n := renewals.Load(); n != 8 {
+		t.Fatalf("%d renewals, want the cap of 8", n)
+	}
+	if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release after expiry: %v", err)
+	}
+}
+
+func TestWatchdogMaxHold(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	start := time.Now()
+	l, err := c.Obtain(ctx, "lock:hold", 90*time.Millisecond, WithWatchdog(), WithMaxHold(400*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-l.Lost()
+	waitGone(t, rdb, "lock:hold", time.Second)
+	// Renewed well past its 90ms TTL, and never past the max hold (plus generous slack
+	// for this loaded machine).
+	if held := time.Since(start); held < 300*time.Millisecond || held > 1400*time.Millisecond {
+		t.Fatalf("key lived %v with ttl 90ms and max hold 400ms", held)
+	}
+}
+
+func TestLostAfterExternalDelete(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:deleted", 150*time.Millisecond, WithWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, "lock:deleted")
+	select {
+	case <-l.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("Lost() did not close after DEL")
+	}
+	if err := l.Err(); !errors.Is(err, ErrLost) || !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Err() = %v, want ErrLost wrapping ErrNotHeld", err)
+	}
+}
+
+func TestLostWithoutWatchdog(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:nodog", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("Lost() did not close after the TTL")
+	}
+	if !errors.Is(l.Err(), ErrValidityPassed) {
+		t.Fatalf("Err() = %v", l.Err())
+	}
+}
+
+func TestLostWhenServerPaused(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:paused", 300*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	select {
+	case <-l.Lost():
+		srv.Resume()
+	case <-time.After(3 * time.Second):
+		srv.Resume()
+		t.Fatal("Lost() did not close while the server was paused past the TTL")
+	}
+	if !errors.Is(l.Err(), ErrValidityPassed) {
+		t.Fatalf("Err() = %v", l.Err())
+	}
+	_ = l.Release(ctx)
+}
+
+func TestObtainPromptWhenServerKilled(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 20*time.Second)
+	held, err := c.Obtain(ctx, "lock:killed", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Obtain(ctx, "lock:killed", time.Second)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter is queued
+	srv.Kill()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrBackend) || errors.Is(err, ErrNotObtained) {
+			t.Fatalf("err = %v, want ErrBackend", err)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("Obtain hung after the server was killed")
+	}
+	if err := held.Release(ctx); !errors.Is(err, ErrBackend) {
+		t.Fatalf("release on a dead server: %v", err)
+	}
+}
+
+func TestScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	for range 2 {
+		l, err := c.Obtain(ctx, "lock:flush", time.Second, WithWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Refresh(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		rdb.ScriptFlush(ctx)
+		if d, err := l.TTL(ctx); err != nil || d <= 0 {
+			t.Fatalf("TTL = %v, %v", d, err)
+		}
+		rdb.ScriptFlush(ctx)
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rdb.ScriptFlush(ctx)
+	}
+}

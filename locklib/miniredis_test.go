@@ -1,0 +1,121 @@
+package locklib
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// The demo's embedded mode runs locklib against miniredis: the scripts must work there too.
+// This is a compatibility test of that mode, not a stand-in for Redis.
+func TestMiniredisCompatibility(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	c := New(rdb, WithNode("demo"))
+	defer c.Close()
+	ctx := ContextWithOwner(context.Background(), "worker-1")
+	const key = "lock:demo:a"
+
+	l, err := c.Obtain(ctx, key, time.Second, Reentrant(), WithTrace("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() <= 0 {
+		t.Fatalf("token %d", l.Token())
+	}
+	again, err := c.Obtain(ctx, key, time.Second, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Token() != l.Token() {
+		t.Fatalf("re-entry token %d, want %d", again.Token(), l.Token())
+	}
+	mr.CheckGet(t, key, again.Value())
+	if v, err := ParseValue(again.Value()); err != nil || v.Count != 2 {
+		t.Fatalf("re-entered value %q: %+v %v", again.Value(), v, err)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.TTL(ctx); err != nil || d <= time.Second {
+		t.Fatalf("TTL after refresh %v, %v", d, err)
+	}
+	if _, err := c.TryObtain(context.Background(), key, time.Second); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("TryObtain of a held key: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if mr.Exists(key) {
+		t.Fatal("key still exists after the last release")
+	}
+	next, err := c.Obtain(context.Background(), key, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Token() <= l.Token() {
+		t.Fatalf("token %d after %d", next.Token(), l.Token())
+	}
+	// A waiter queues, is woken by the release, and takes the lock.
+	waited := make(chan error, 1)
+	go func() {
+		w, err := c.Obtain(context.Background(), key, time.Second)
+		if err == nil {
+			err = w.Release(context.Background())
+		}
+		waited <- err
+	}()
+	for n, _ := mr.ZMembers(WaitQueueKey(key)); len(n) == 0; n, _ = mr.ZMembers(WaitQueueKey(key)) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+
+	// Across clients the release wakes the waiter with a message: miniredis must deliver
+	// what a script publishes.
+	other := New(rdb, WithNode("demo-2"))
+	defer other.Close()
+	wakes := rdb.PSubscribe(ctx, wakeChannelPrefix+"*")
+	defer wakes.Close()
+	if _, err := wakes.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.Obtain(ctx, key, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w, err := other.Obtain(context.Background(), key, time.Second)
+		if err == nil {
+			err = w.Release(context.Background())
+		}
+		waited <- err
+	}()
+	for n, _ := mr.ZMembers(WaitQueueKey(key)); len(n) == 0; n, _ = mr.ZMembers(WaitQueueKey(key)) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	msg, err := wakes.ReceiveMessage(short)
+	if err != nil || msg.Channel != wakeChannelPrefix+other.id {
+		t.Fatalf("wake-up: %v %v", msg, err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+}

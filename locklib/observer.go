@@ -1,0 +1,40 @@
+package locklib
+
+import "time"
+
+// Observer receives an Observation for every lock lifecycle step, for metrics (acquire
+// latency, wait time, hold time, renewals, losses). It is called synchronously on the
+// goroutine that did the step, so it must be fast and must not block.
+type Observer interface {
+	Observe(Observation)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Observation)
+
+// Observe calls f(o).
+func (f ObserverFunc) Observe(o Observation) { f(o) }
+
+// EventNotObtained is an Observation type only (never published): an Obtain or TryObtain
+// gave up; Err says why (taken, context ended, backend error).
+const EventNotObtained EventType = "not_obtained"
+
+// Observation is one lifecycle step as seen by this client.
+type Observation struct {
+	Type     EventType
+	Key      string
+	Token    int64         // acquired: the fencing token (0 when the store has none)
+	Waiters  int64         // queue length reported by the script, when known
+	Attempts int           // acquired / not_obtained: attempts made by this Obtain
+	Wait     time.Duration // acquired / not_obtained: time since Obtain began; waiting: 0
+	Hold     time.Duration // released / lost: time since acquisition
+	Latency  time.Duration // the Redis call behind this step (attempt, renewal, release)
+	TTL      time.Duration // renewed: the TTL Redis reports after the renewal
+	Err      error         // renew_failed / lost / not_obtained: why
+}
+
+func (c *Client) observe(o Observation) {
+	if c.cfg.observer != nil {
+		c.cfg.observer.Observe(o)
+	}
+}

@@ -1,0 +1,134 @@
+package locklib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Obtain takes the lock on key for ttl, waiting until it is held, the context ends
+// (errors.Join(ErrNotObtained, ctx.Err())) or the backend fails (ErrBackend, returned at
+// once rather than retried until the context ends). Waiters queue in arrival order and
+// the releasing client wakes only the first one (docs/locklib.md, "Waiting").
+func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.obtain(ctx, key, ttl, true, opts)
+}
+
+// TryObtain makes one attempt. When the key is held, or free but with waiters queued
+// (TryObtain never jumps the queue), the error wraps ErrNotObtained.
+func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.obtain(ctx, key, ttl, false, opts)
+}
+
+// waitQueue is implemented by stores with a wait queue: a waiter whose context ended
+// leaves it, so the next waiter is not held up until the entry goes stale.
+type waitQueue interface {
+	leave(ctx context.Context, req acquireRequest) error
+}
+
+func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait bool, opts []LockOption) (*Lock, error) {
+	began := time.Now()
+	if err := validate(key, ttl); err != nil {
+		return nil, err
+	}
+	lc := newLockConfig(opts)
+	req := acquireRequest{key: key, value: c.newValue(ctx, key, lc), ttl: ttl, reentrant: lc.reentrant}
+	var wake <-chan struct{}
+	if wait {
+		// Registered before the first attempt (a map entry, no round trip), so a wake-up
+		// or hand-off right after that attempt finds this waiter.
+		req.waiterID = c.nextWaiterID()
+		signal, stop := c.store.wakeups(key)
+		defer stop()
+		req.wake, wake = signal, signal
+	}
+
+	bo := newBackoff(c.cfg.backoffBase, c.cfg.backoffCap)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	queued := false
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, c.giveUp(req, attempt > 1, attempt-1, began, errors.Join(ErrNotObtained, err))
+		}
+		req.start = time.Now()
+		req.waited = req.start.Sub(began)
+		res, err := c.store.acquire(ctx, req)
+		latency := time.Since(req.start)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				// The attempt may have queued us before the context cut it short.
+				return nil, c.giveUp(req, wait, attempt, began, errors.Join(ErrNotObtained, ctxErr))
+			}
+			// The server is in trouble: do not wait on it to leave the queue, the entry
+			// goes stale and is pruned.
+			return nil, c.giveUp(req, false, attempt, began, backendError("acquire", key, err))
+		}
+		if res.acquired {
+			l := c.newLock(req, res, lc, began)
+			c.observe(Observation{Type: EventAcquired, Key: key, Token: l.Token(), Waiters: res.waiters,
+				Attempts: attempt, Wait: time.Since(began), Latency: latency})
+			return l, nil
+		}
+		if !wait {
+			err := notObtained(key, res)
+			c.observe(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Latency: latency, Err: err})
+			return nil, err
+		}
+		if !queued {
+			queued = true
+			c.observe(Observation{Type: EventWaiting, Key: key, Waiters: res.waiters, Latency: latency})
+		}
+		d := bo.next()
+		if res.position > 0 {
+			// Not next in line: the release before ours wakes us; this poll only covers a
+			// lost wake-up or a crashed waiter ahead.
+			d = c.cfg.backoffCap/2 + time.Duration(rand.Int64N(int64(c.cfg.backoffCap/2)+1))
+		}
+		if res.holderTTL > 0 && res.holderTTL < d {
+			d = res.holderTTL // try again when the holder's TTL runs out
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// giveUp ends a failed Obtain: if it may be queued, it leaves the wait queue (with a
+// context the caller's cancellation cannot cut short); it reports the failure to the observer.
+func (c *Client) giveUp(req acquireRequest, leave bool, attempts int, began time.Time, err error) error {
+	if q, ok := c.store.(waitQueue); ok && leave {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		_ = q.leave(ctx, req) // best effort: a stale entry is pruned anyway
+		cancel()
+	}
+	c.observe(Observation{Type: EventNotObtained, Key: req.key, Attempts: attempts, Wait: time.Since(began), Err: err})
+	return err
+}
+
+func notObtained(key string, res acquireResult) error {
+	switch {
+	case res.holderTTL == 0 && res.waiters > 0:
+		return fmt.Errorf("%w: %q is free but %d waiters are queued first", ErrNotObtained, key, res.waiters)
+	case res.holderTTL == 0:
+		// Redlock: no quorum in time, and no single holder TTL to report.
+		return fmt.Errorf("%w: %q could not be taken on a quorum in time", ErrNotObtained, key)
+	case res.holderTTL < 0:
+		return fmt.Errorf("%w: %q is held with no expiry", ErrNotObtained, key)
+	default:
+		return fmt.Errorf("%w: %q is held (ttl %v, %d waiting)", ErrNotObtained, key, res.holderTTL, res.waiters)
+	}
+}

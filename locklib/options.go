@@ -1,0 +1,136 @@
+package locklib
+
+import (
+	"os"
+	"time"
+)
+
+// Option configures a Client (New, NewRedlock).
+type Option func(*config)
+
+// config is a Client's configuration; fields are set by Options.
+type config struct {
+	node        string        // written into every value
+	backoffBase time.Duration // first back-off step of a waiting Obtain
+	backoffCap  time.Duration // largest back-off step: what a lost wake-up can cost at most
+	observer    Observer      // nil: no observations
+	events      bool          // publish lifecycle events on EventsChannel
+	redlock     redlockConfig // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
+}
+
+const (
+	defaultBackoffBase = 5 * time.Millisecond
+	defaultBackoffCap  = 250 * time.Millisecond
+	// releaseTimeout bounds Release and a leaving waiter's clean-up, which run even when
+	// the caller's context is already cancelled.
+	releaseTimeout = 2 * time.Second
+	// publishTimeout bounds the best-effort publishing of events sent from Go (lost,
+	// renew_failed): they must never hold up the watchdog or a Refresh for long.
+	publishTimeout = 500 * time.Millisecond
+)
+
+func newConfig(opts []Option) config {
+	node, err := os.Hostname()
+	if err != nil || node == "" {
+		node = "unknown"
+	}
+	cfg := config{node: node, backoffBase: defaultBackoffBase, backoffCap: defaultBackoffCap, events: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
+// WithNode sets the node name written into lock values (default: the hostname).
+func WithNode(node string) Option { return func(c *config) { c.node = node } }
+
+// WithBackoff sets the waiting Obtain's fallback poll: exponential from base up to cap,
+// each step drawn uniformly from [0, step] (full jitter). Wake-up messages make most
+// hand-offs immediate; a lost one costs at most one step. Values below 1 ms are raised to it.
+func WithBackoff(base, cap time.Duration) Option {
+	return func(c *config) {
+		c.backoffBase = max(base, time.Millisecond)
+		c.backoffCap = max(cap, c.backoffBase)
+	}
+}
+
+// WithObserver receives an Observation for every acquire, wait, renewal, release and loss,
+// with durations, for metrics. Calls are synchronous: keep them cheap.
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithEvents turns publishing of lifecycle events on EventsChannel on (the default) or off.
+// Most events are published from inside the lock scripts, so they cost no extra round
+// trip; docs/locklib.md gives the measured cost.
+func WithEvents(on bool) Option { return func(c *config) { c.events = on } }
+
+// ---- Redlock options (NewRedlock only; New ignores them). Owned by the Redlock part, see
+// redlock.go and docs/redlock.md. ----
+
+// WithInstanceTimeout bounds how long a Redlock operation waits for each instance's answer
+// (default: 5 ms + ttl/20 for acquire and refresh, 250 ms for release and TTL). An instance
+// that does not answer in time counts as failed for that operation, so a dead or frozen
+// instance costs at most this much. d <= 0 restores the default.
+func WithInstanceTimeout(d time.Duration) Option {
+	return func(c *config) { c.redlock.instanceTimeout = max(d, 0) }
+}
+
+// WithDrift sets Redlock's clock drift allowance, subtracted from every lock's validity:
+// factor*ttl + fixed (default 0.01*ttl + 2 ms). NewRedlock refuses a factor outside [0, 1)
+// or a negative fixed part.
+func WithDrift(factor float64, fixed time.Duration) Option {
+	return func(c *config) {
+		c.redlock.driftSet, c.redlock.driftFactor, c.redlock.driftFixed = true, factor, fixed
+	}
+}
+
+// ---- end of Redlock options ----
+
+// LockOption configures one Obtain or TryObtain.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	trace          string
+	watchdog       bool
+	maxRenewals    int // <= 0: no count cap
+	maxRenewalsSet bool
+	maxHold        time.Duration // 0: no hold cap
+	reentrant      bool
+}
+
+// defaultMaxRenewals is the watchdog's cap when neither WithMaxRenewals nor WithMaxHold is given.
+const defaultMaxRenewals = 10
+
+func newLockConfig(opts []LockOption) lockConfig {
+	var lc lockConfig
+	for _, o := range opts {
+		o(&lc)
+	}
+	if !lc.maxRenewalsSet && lc.maxHold == 0 {
+		lc.maxRenewals = defaultMaxRenewals
+	}
+	return lc
+}
+
+// WithTrace writes a trace id (e.g. the request's) into the value, so an inspector can
+// tell which request holds the lock.
+func WithTrace(id string) LockOption { return func(l *lockConfig) { l.trace = id } }
+
+// WithWatchdog renews the lock every ttl/3 until Release, until a cap is reached (default
+// 10 renewals; see WithMaxRenewals and WithMaxHold) or until a renewal is refused.
+func WithWatchdog() LockOption { return func(l *lockConfig) { l.watchdog = true } }
+
+// WithMaxRenewals caps the watchdog at n renewals; n <= 0 removes the count cap (then only
+// WithMaxHold, if given, stops it). After the cap the lock expires at the end of its TTL
+// unless refreshed, and Lost() closes then.
+func WithMaxRenewals(n int) LockOption {
+	return func(l *lockConfig) { l.maxRenewals, l.maxRenewalsSet = n, true }
+}
+
+// WithMaxHold caps how long the watchdog keeps the lock: renewals never extend it beyond
+// d after acquisition. Given alone, it replaces the default count cap.
+func WithMaxHold(d time.Duration) LockOption { return func(l *lockConfig) { l.maxHold = d } }
+
+// Reentrant makes the lock re-entrant: the same owner (same Client, same ContextWithOwner
+// id) may obtain it again, which increments a count; each Release decrements it and the
+// last one deletes the key.
+func Reentrant() LockOption { return func(l *lockConfig) { l.reentrant = true } }

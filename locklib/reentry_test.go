@@ -1,0 +1,120 @@
+package locklib
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+)
+
+func TestReentryCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "job-42")
+	const key = "lock:reentrant"
+	outer, err := c.Obtain(ctx, key, 5*time.Second, Reentrant(), WithTrace("req-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(outer.Value(), ":1") {
+		t.Fatalf("value %q has no count 1", outer.Value())
+	}
+	base := strings.TrimSuffix(outer.Value(), ":1")
+	inner, err := c.Obtain(ctx, key, time.Second, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.Value() != base+":2" || rdb.Get(ctx, key).Val() != base+":2" {
+		t.Fatalf("re-entry value %q, stored %q, want %q", inner.Value(), rdb.Get(ctx, key).Val(), base+":2")
+	}
+	if inner.Token() != outer.Token() {
+		t.Fatalf("re-entry bumped the token: %d then %d", outer.Token(), inner.Token())
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 4*time.Second {
+		t.Fatalf("re-entry with a shorter TTL shortened the lock to %v", pttl)
+	}
+
+	// Another owner, on the same client or another, can neither enter nor release.
+	other := ContextWithOwner(ctx, "job-43")
+	if _, err := c.TryObtain(other, key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("another owner entered: %v", err)
+	}
+	c2, _ := newTestClient(t, srv)
+	if _, err := c2.TryObtain(ctx, key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("the same owner id on another client entered: %v", err)
+	}
+	if _, err := c.TryObtain(context.Background(), key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("an Obtain without owner entered: %v", err)
+	}
+	forged := &Lock{c: c2, key: key, match: strings.Replace(base, "req-1", "req-2", 1), reentrant: true}
+	forged.lost = make(chan struct{})
+	forged.expiry = time.NewTimer(time.Hour)
+	defer forged.expiry.Stop()
+	if err := forged.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("a foreign value released: %v", err)
+	}
+
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, key).Val(); got != base+":1" {
+		t.Fatalf("after one release the key holds %q, want %q", got, base+":1")
+	}
+	if err := outer.Refresh(ctx, 2*time.Second); err != nil {
+		t.Fatalf("refresh after an inner release: %v", err)
+	}
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatal("key still exists after the last release")
+	}
+}
+
+func TestFencingTokensMonotonic(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	const key = "lock:fenced"
+	var last int64
+	for i := range 30 {
+		l, err := c.Obtain(ctx, key, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("acquisition %d: token %d not above %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if ttl := rdb.PTTL(ctx, FenceKey(key)).Val(); ttl < 23*time.Hour {
+			t.Fatalf("fence counter expiry %v, want at least 24h", ttl)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		switch i % 3 {
+		case 1: // the counter is deleted (or evicted)
+			rdb.Del(ctx, FenceKey(key))
+		case 2: // a failover to a replica that missed increments: the counter goes back
+			rdb.Set(ctx, FenceKey(key), last-1000, 0)
+		}
+	}
+}
+
+func TestClusterKeyCheck(t *testing.T) {
+	for key, ok := range map[string]bool{
+		"lock:order:1001":   true,
+		"lock:{order}:1001": true,
+		"lock:{abc":         true, // no '}': the companion's tag is the whole key
+		"lock:abc}":         false,
+		"lock:{}x}":         false,
+	} {
+		err := checkClusterKey(key)
+		if ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("checkClusterKey(%q) = %v", key, err)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+-- Owner-checked release of KEYS[1]; a re-entrant lock goes one level down and is deleted
+-- only at the last level. On delete, the first live waiter gets the lock: a waiter of the
+-- releasing client directly (the lock is written for it here, and the client tells it), any
+-- other waiter by a wake-up message.
+-- KEYS: lock, fence counter, wait queue, presence
+-- ARGV: value (the base for a re-entrant lock), re-entrant '1'/'0', released event,
+--       the releasing client's id
+-- Returns {-1 not held | 0 one level down | 1 deleted, levels left, waiters,
+--          entry handed to ('' if none), its token, the value written for it}.
+local key, fence, queue, presence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local value, reentrant, releasedEvent, self = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4]
+
+-- handedOver publishes the acquired event of a lock handed to a waiter (whose JSON the
+-- releasing client could not prepare): node and trace are decoded from the value.
+local function handedOver(v, ttl, token, waiters)
+  if releasedEvent == '' then
+    return
+  end
+  local function unescape(f)
+    return (string.gsub(f, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
+  end
+  local node, trace = string.match(v, '^([^:]*):([^:]*):')
+  local t = redis.call('TIME')
+  local e = '{"type":"acquired","key":' .. cjson.encode(key) .. ',"value":' .. cjson.encode(v) ..
+    ',"node":' .. cjson.encode(unescape(node))
+  if trace ~= '-' then
+    e = e .. ',"trace":' .. cjson.encode(unescape(trace))
+  end
+  e = e .. ',"token":' .. token .. ',"ttl_ms":' .. ttl .. ',"waiters":' .. waiters ..
+    ',"at_ms":' .. t[1] .. string.sub(string.format('%06d', tonumber(t[2])), 1, 3) .. '}'
+  redis.call('PUBLISH', EVENTS, e)
+end
+
+local cur = redis.call('GET', key)
+if reentrant then
+  if not owns(cur, value) then
+    return {-1, 0, 0, '', '0', ''}
+  end
+  local n = tonumber(string.sub(cur, #value + 2)) or 1
+  if n > 1 then
+    redis.call('SET', key, value .. ':' .. (n - 1), 'KEEPTTL')
+    local waiters = redis.call('ZCARD', queue)
+    event(releasedEvent, ',"waiters":' .. waiters)
+    return {0, n - 1, waiters, '', '0', ''}
+  end
+elseif cur ~= value then
+  return {-1, 0, 0, '', '0', ''}
+end
+
+redis.call('DEL', key)
+local waiters = redis.call('ZCARD', queue)
+local handedTo, token, written = '', '0', ''
+if waiters > 0 then
+  local now = nowMs()
+  waiters = prune(queue, presence, now)
+  local head = liveHead(queue, presence)
+  if head then
+    local _, client, ttl, nextValue = entryParts(head)
+    if client == self and plain(nextValue) then
+      nextValue = stamp(nextValue, now)
+      written = nextValue
+      redis.call('SET', key, nextValue, 'PX', ttl)
+      -- the counter's lifetime as acquire.lua sets it: max(10 * ttl, 24h)
+      token = nextToken(fence, math.max(10 * tonumber(ttl), 86400000))
+      dequeue(queue, presence, head)
+      waiters = waiters - 1
+      handedTo = head
+      handedOver(nextValue, ttl, token, waiters)
+    else
+      wake(head, key)
+    end
+  end
+end
+event(releasedEvent, ',"waiters":' .. waiters)
+return {1, 0, waiters, handedTo, token, written}

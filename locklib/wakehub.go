@@ -1,0 +1,216 @@
+package locklib
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// wakeHub is a Client's one shared pub/sub subscription, multiplexed over every key and
+// waiter. Scripts publish "<waiter id>\n<key>" on lockscope:wake:<client id> for the
+// first waiter in a key's queue; the hub signals that waiter only (or, for a waiter it
+// has not seen attempt yet, every local waiter on the key). It subscribes lazily, the
+// first time a waiter actually has to wait. It also carries grants: locks that a release
+// by this client wrote for one of its own waiters.
+type wakeHub struct {
+	rdb redis.UniversalClient
+
+	mu       sync.Mutex
+	byKey    map[string]map[*wakeReg]struct{}
+	byWaiter map[string]*wakeReg
+	bySignal map[<-chan struct{}]*wakeReg
+	grants   map[string]grant // by waiter id: locks handed over by this client's releases
+	pubsub   *redis.PubSub
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// hubPingInterval is how long the subscription may stay quiet before it is pinged.
+const hubPingInterval = 30 * time.Second
+
+type wakeReg struct {
+	key    string
+	waiter string // known after the waiter's first attempt
+	ch     chan struct{}
+}
+
+func newWakeHub(rdb redis.UniversalClient) *wakeHub {
+	return &wakeHub{rdb: rdb, byKey: map[string]map[*wakeReg]struct{}{},
+		byWaiter: map[string]*wakeReg{}, bySignal: map[<-chan struct{}]*wakeReg{}, grants: map[string]grant{}}
+}
+
+// grant is a lock the release script wrote for one of this client's waiters.
+type grant struct {
+	key        string
+	value      string // the value the release script wrote (its timestamp is the server's)
+	token      int64
+	validUntil time.Time // send time of the release + ttl: the hand-off happened later
+	waiters    int64
+}
+
+// handOver records a grant for waiter and wakes it; its next acquire takes the grant
+// without a round trip. A waiter that is not registered any more has already taken the
+// lock with an attempt that crossed the hand-off (acquire.lua sees its own value), or its
+// Obtain failed and the lock runs out at its TTL: either way there is nobody to tell.
+func (h *wakeHub) handOver(waiter string, g grant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.byWaiter[waiter]; r != nil {
+		h.grants[waiter] = g
+		signal(r.ch)
+	}
+}
+
+// signalUnbound wakes the waiters on key whose id is not known yet.
+func (h *wakeHub) signalUnbound(key string) {
+	for r := range h.byKey[key] {
+		if r.waiter == "" {
+			signal(r.ch)
+		}
+	}
+}
+
+// takeGrant removes and returns the grant for waiter, if any.
+func (h *wakeHub) takeGrant(waiter string) (grant, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.grants[waiter]
+	if ok {
+		delete(h.grants, waiter)
+	}
+	return g, ok
+}
+
+// register returns a signal channel for one waiter on key, and its stop function.
+func (h *wakeHub) register(key string) (<-chan struct{}, func()) {
+	r := &wakeReg{key: key, ch: make(chan struct{}, 1)}
+	h.mu.Lock()
+	regs := h.byKey[key]
+	if regs == nil {
+		regs = map[*wakeReg]struct{}{}
+		h.byKey[key] = regs
+	}
+	regs[r] = struct{}{}
+	h.bySignal[r.ch] = r
+	h.mu.Unlock()
+	return r.ch, func() { h.unregister(r) }
+}
+
+func (h *wakeHub) unregister(r *wakeReg) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if regs := h.byKey[r.key]; regs != nil {
+		delete(regs, r)
+		if len(regs) == 0 {
+			delete(h.byKey, r.key)
+		}
+	}
+	delete(h.bySignal, r.ch)
+	if r.waiter != "" && h.byWaiter[r.waiter] == r {
+		delete(h.byWaiter, r.waiter)
+		delete(h.grants, r.waiter) // its Obtain has returned: taken, or left (leave.lua)
+	}
+}
+
+// bind ties a waiter id to the signal channel its Obtain registered.
+func (h *wakeHub) bind(sig <-chan struct{}, waiter string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.bySignal[sig]; r != nil && r.waiter == "" {
+		r.waiter = waiter
+		h.byWaiter[waiter] = r
+		if _, ok := h.grants[waiter]; ok {
+			signal(r.ch)
+		}
+	}
+}
+
+// start subscribes to channel once; later calls do nothing.
+func (h *wakeHub) start(channel string) {
+	h.mu.Lock()
+	if h.closed || h.pubsub != nil {
+		h.mu.Unlock()
+		return
+	}
+	ps := h.rdb.Subscribe(context.Background()) // no channel yet: no connection made here
+	h.pubsub = ps
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go h.run(ps, channel)
+}
+
+func (h *wakeHub) run(ps *redis.PubSub, channel string) {
+	defer h.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// An error here (server down) is not final: Subscribe records the channel, and the
+	// next Receive reconnects and resubscribes.
+	_ = ps.Subscribe(ctx, channel)
+	cancel()
+	// Read the subscription directly (not through PubSub.Channel, one goroutine hop less on
+	// every hand-off); a receive error reconnects and resubscribes on the next call. A
+	// quiet connection is pinged now and then, so a dead one is noticed and replaced.
+	for {
+		msg, err := ps.ReceiveTimeout(context.Background(), hubPingInterval)
+		if err != nil {
+			if h.isClosed() {
+				return
+			}
+			var netErr net.Error
+			if errors.As(err, &netErr) && netErr.Timeout() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_ = ps.Ping(ctx) // a failed write drops the connection; Receive redials
+				cancel()
+			} else {
+				time.Sleep(50 * time.Millisecond)
+			}
+			continue
+		}
+		if m, ok := msg.(*redis.Message); ok {
+			if waiter, key, ok := strings.Cut(m.Payload, "\n"); ok {
+				h.deliver(waiter, key)
+			}
+		}
+	}
+}
+
+func (h *wakeHub) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+func (h *wakeHub) deliver(waiter, key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.byWaiter[waiter]; r != nil && r.key == key {
+		signal(r.ch)
+		return
+	}
+	h.signalUnbound(key)
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// close ends the subscription and waits for its goroutine.
+func (h *wakeHub) close() error {
+	h.mu.Lock()
+	h.closed = true
+	ps := h.pubsub
+	h.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	err := ps.Close()
+	h.wg.Wait()
+	return err
+}
