@@ -1,0 +1,280 @@
+package locklib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// redlockFixture is N real redis-server processes and a client for each.
+type redlockFixture struct {
+	servers []*redistest.Server
+	clients []redis.UniversalClient
+}
+
+func newRedlockFixture(t *testing.T, n int) *redlockFixture {
+	t.Helper()
+	f := &redlockFixture{servers: redistest.StartN(t, n)}
+	for _, s := range f.servers {
+		f.clients = append(f.clients, s.Client())
+	}
+	f.warmUp(t)
+	return f
+}
+
+// warmUp loads the scripts and opens a few connections to every instance, so that the
+// first attempts of a test do not pay for dialing and NOSCRIPT (hundreds of ms under -race
+// on a loaded machine, beyond the per-instance timeout).
+func (f *redlockFixture) warmUp(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range f.clients {
+		for _, script := range []*redis.Script{scriptRedlockReentrant, scriptRedlockRelease, scriptRefresh, scriptPTTL} {
+			if err := script.Load(ctx, c).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range f.clients {
+		for range 8 {
+			wg.Go(func() { _ = c.Ping(ctx).Err() })
+		}
+	}
+	wg.Wait()
+}
+
+// store is a Redlock store on the fixture's instances. The store-level tests are not about
+// timeouts: a generous instance timeout keeps them steady on a loaded machine.
+func (f *redlockFixture) store(t *testing.T, opts ...Option) *redlockStore {
+	t.Helper()
+	s, err := newRedlockStore(f.clients, newConfig(append([]Option{WithInstanceTimeout(time.Second)}, opts...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.close() })
+	return s
+}
+
+// holders counts the instances on which key holds exactly value.
+func (f *redlockFixture) holders(t *testing.T, key, value string) int {
+	t.Helper()
+	n := 0
+	for i, s := range f.servers {
+		if !s.Running() {
+			continue
+		}
+		got, err := f.clients[i].Get(context.Background(), key).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatalf("GET on %s: %v", s.Addr, err)
+		}
+		if got == value {
+			n++
+		}
+	}
+	return n
+}
+
+// eventually retries cond for a few seconds: acquire returns at a quorum, the remaining
+// instances answer a moment later.
+func redlockEventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func redlockTestValue() Value { return newValue("test-node", "trace-1", time.Now()) }
+
+// redlockMustAcquire retries req (as Obtain would) until it is acquired, and returns the
+// result and the start of the successful attempt.
+func redlockMustAcquire(t *testing.T, s *redlockStore, req acquireRequest) (acquireResult, time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req.start = time.Now()
+		res, err := s.acquire(context.Background(), req)
+		if err != nil {
+			t.Fatalf("acquire %q: %v", req.key, err)
+		}
+		if res.acquired {
+			return res, req.start
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("acquire %q: not obtained within 10s: %+v", req.key, res)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRedlockStoreValidityDeadline(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	s := f.store(t)
+	ttl := 2 * time.Second
+	drift := time.Duration(float64(ttl)*defaultRedlockDriftFactor) + defaultRedlockDriftFixed
+	// Like Obtain, every attempt gets the same template value: each must store its own
+	// (a failed attempt's late clean-up must never match a later attempt's key).
+	template := redlockTestValue()
+	seen := map[string]bool{}
+	for i := 0; i < 20; i++ {
+		res, start := redlockMustAcquire(t, s, acquireRequest{key: "lock:v", value: template, ttl: ttl})
+		if limit := start.Add(ttl - drift); res.validUntil.After(limit) {
+			t.Fatalf("validUntil %v is later than start + ttl - drift %v", res.validUntil, limit)
+		}
+		if v, err := ParseValue(res.value); err != nil || v.Node != template.Node || v.Trace != template.Trace || seen[res.value] {
+			t.Fatalf("attempt %d stored %q (seen before: %v): want the template's node and trace, a fresh random part", i, res.value, seen[res.value])
+		}
+		seen[res.value] = true
+		if _, err := s.release(context.Background(), "lock:v", res.value, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRedlockStoreReentrant(t *testing.T) {
+	f := newRedlockFixture(t, 3)
+	s := f.store(t)
+	ctx := context.Background()
+	v := redlockTestValue()
+	req := acquireRequest{key: "lock:r", value: v, ttl: 2 * time.Second, reentrant: true}
+	for want := 1; want <= 3; want++ {
+		res, _ := redlockMustAcquire(t, s, req)
+		if res.count != want {
+			t.Fatalf("entry %d = %+v", want, res)
+		}
+		if got, _ := ParseValue(res.value); got.Count != want || got.Base() != v.Base() {
+			t.Fatalf("entry %d stored %q", want, res.value)
+		}
+	}
+	stranger := req
+	stranger.value = redlockTestValue()
+	if res, err := s.acquire(ctx, stranger); err != nil || res.acquired || res.holderTTL <= 0 {
+		t.Fatalf("another owner = %+v, %v; want refused with the holder's TTL", res, err)
+	}
+	if _, err := s.release(ctx, "lock:r", stranger.value.String(), true); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("another owner's release: %v, want ErrNotHeld", err)
+	}
+	for left := 2; left >= 0; left-- {
+		rel, err := s.release(ctx, "lock:r", v.String(), true)
+		if err != nil || rel.count != left || rel.deleted != (left == 0) {
+			t.Fatalf("release to %d = %+v, %v", left, rel, err)
+		}
+	}
+	redlockEventually(t, "the key gone after the last level", func() bool { return f.holders(t, "lock:r", v.Base()+":1") == 0 })
+}
+
+func TestRedlockStoreRefreshNeedsQuorum(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	s := f.store(t)
+	ctx := context.Background()
+	v := redlockTestValue()
+	res, _ := redlockMustAcquire(t, s, acquireRequest{key: "lock:f", value: v, ttl: 2 * time.Second})
+	// acquire returns at a quorum; wait for the last SETs (go-redis would even resend one to
+	// a restarted instance), so that the faults below hit a lock on all 5.
+	redlockEventually(t, "the value on all 5", func() bool { return f.holders(t, "lock:f", res.value) == 5 })
+	before := time.Now()
+	until, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second)
+	if err != nil || !until.After(before.Add(2*time.Second)) {
+		t.Fatalf("refresh = %v, %v", until, err)
+	}
+	// Two instances lose the key (restarted empty): a quorum of three still has it.
+	f.servers[0].Restart()
+	f.servers[1].Restart()
+	if _, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second); err != nil {
+		t.Fatalf("refresh with 3 of 5 holding: %v", err)
+	}
+	// A third one down: no quorum, an error that is not ErrNotHeld (unknown, not refused).
+	f.servers[2].Kill()
+	if _, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Fatalf("refresh with a quorum down: %v, want a backend error", err)
+	}
+	// Someone else's value: refused everywhere it answers.
+	if _, err := s.refresh(ctx, "lock:f", redlockTestValue().String(), 3*time.Second); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("refresh by a stranger: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestRedlockStoreWakeups(t *testing.T) {
+	f := newRedlockFixture(t, 3)
+	s := f.store(t)
+	first, stopFirst := s.wakeups("lock:w")
+	defer stopFirst()
+	second, stopSecond := s.wakeups("lock:w")
+	defer stopSecond()
+	other, stopOther := s.wakeups("lock:other")
+	defer stopOther()
+	ctx := context.Background()
+	// The subscriptions start in the background: publish until the first message lands.
+	deadline := time.After(5 * time.Second)
+	for i := 0; ; i++ {
+		if err := f.clients[2].Publish(ctx, redlockReleasedChannel, fmt.Sprintf("lock:w\nprobe-%d", i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-first:
+		case <-time.After(20 * time.Millisecond):
+			continue
+		case <-deadline:
+			t.Fatal("no wake-up from instance 2")
+		}
+		break
+	}
+	time.Sleep(50 * time.Millisecond) // let every subscription come up and the probes drain
+	redlockDrain(first)
+	select {
+	case <-second:
+		t.Fatal("a release woke the second waiter too: want only the longest-waiting one")
+	case <-other:
+		t.Fatal("a waiter of another key was woken")
+	default:
+	}
+	// A real release reaches the Client once per instance: it wakes the first waiter once.
+	v := redlockTestValue()
+	res, _ := redlockMustAcquire(t, s, acquireRequest{key: "lock:w", value: v, ttl: 2 * time.Second})
+	if _, err := s.release(ctx, "lock:w", res.value, false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first:
+	case <-time.After(3 * time.Second):
+		t.Fatal("release did not wake the waiter")
+	}
+	time.Sleep(100 * time.Millisecond) // the copies from the other instances arrive
+	select {
+	case <-first:
+		t.Fatal("one release woke the waiter twice")
+	case <-second:
+		t.Fatal("one release woke the second waiter")
+	default:
+	}
+	// Once the first waiter leaves, the next release wakes the second.
+	stopFirst()
+	if err := f.clients[0].Publish(ctx, redlockReleasedChannel, "lock:w\nanother-holder").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-second:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the second waiter was not woken after the first left")
+	}
+}
+
+func redlockDrain(c <-chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,579 @@
+package locklib
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// client is a Redlock Client on the fixture's instances, closed when the test ends (before
+// the servers stop: cleanups run last-in first-out).
+func (f *redlockFixture) client(t *testing.T, opts ...Option) *Client {
+	t.Helper()
+	c, err := NewRedlock(f.clients, append([]Option{WithNode("test")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// present counts the running instances on which key exists, whatever its value.
+func (f *redlockFixture) present(t *testing.T, key string) int {
+	t.Helper()
+	n := 0
+	for i, s := range f.servers {
+		if !s.Running() {
+			continue
+		}
+		exists, err := f.clients[i].Exists(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("EXISTS on %s: %v", s.Addr, err)
+		}
+		n += int(exists)
+	}
+	return n
+}
+
+func TestRedlockAllUp(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	c := f.client(t)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:rl:up", 2*time.Second, WithTrace("t-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != 0 {
+		t.Fatalf("Token() = %d: Redlock has no safe fencing token, want 0", l.Token())
+	}
+	if v, err := ParseValue(l.Value()); err != nil || v.Node != "test" || v.Trace != "t-up" {
+		t.Fatalf("value %q decodes to %+v, %v", l.Value(), v, err)
+	}
+	redlockEventually(t, "the value on all 5 instances", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
+	if d, err := l.TTL(ctx); err != nil || d <= 0 || d > 2*time.Second {
+		t.Fatalf("TTL = %v, %v; want within (0, 2s]", d, err)
+	}
+	if _, err := c.TryObtain(ctx, l.Key(), time.Second); !errors.Is(err, ErrNotObtained) || errors.Is(err, ErrBackend) {
+		t.Fatalf("TryObtain of a held lock: %v, want ErrNotObtained only", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.TTL(ctx); err != nil || d != 0 {
+		t.Fatalf("TTL after Release = %v, %v; want 0", d, err)
+	}
+	// Release returns once a quorum let go; the others follow at once.
+	redlockEventually(t, "the key gone from all 5", func() bool { return f.present(t, l.Key()) == 0 })
+}
+
+func TestRedlockTwoOfFiveKilled(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	c := f.client(t)
+	f.servers[0].Kill()
+	f.servers[3].Kill()
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:rl:two", 2*time.Second)
+	if err != nil {
+		t.Fatalf("Obtain with 3 of 5 up: %v", err)
+	}
+	if n := f.holders(t, l.Key(), l.Value()); n != 3 {
+		t.Fatalf("held on %d live instances, want all 3", n)
+	}
+	if err := l.Refresh(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Refresh with 3 of 5 up: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	redlockEventually(t, "the key gone from the 3 live instances", func() bool { return f.present(t, l.Key()) == 0 })
+}
+
+func TestRedlockThreeOfFiveKilled(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	c := f.client(t)
+	for _, s := range f.servers[:3] {
+		s.Kill()
+	}
+	ctx := testCtx(t, 20*time.Second)
+	begin := time.Now()
+	_, err := c.Obtain(ctx, "lock:rl:three", 2*time.Second)
+	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrBackend) {
+		t.Fatalf("Obtain with 2 of 5 up: %v, want ErrNotObtained and ErrBackend", err)
+	}
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Fatalf("Obtain took %v to fail: want prompt, not a wait for the context", took)
+	}
+	if n := f.present(t, "lock:rl:three"); n != 0 {
+		t.Fatalf("the failed attempt left its key on %d of the 2 live instances", n)
+	}
+}
+
+func TestRedlockOnePaused(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	c := f.client(t)
+	f.servers[2].Pause()
+	defer f.servers[2].Resume()
+	ctx := testCtx(t, 20*time.Second)
+	begin := time.Now()
+	l, err := c.Obtain(ctx, "lock:rl:paused", 2*time.Second)
+	if err != nil {
+		t.Fatalf("Obtain with one instance frozen: %v", err)
+	}
+	// The instance stays frozen for the whole test: an attempt that waited for it (go-redis's
+	// own read timeout is 3s) would take seconds; one bounded by the per-instance timeout
+	// (105ms here) returns as soon as 3 of the 4 others answered.
+	if took := time.Since(begin); took > 1500*time.Millisecond {
+		t.Fatalf("Obtain took %v with one instance frozen", took)
+	}
+	begin = time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release with one instance frozen: %v", err)
+	}
+	if took := time.Since(begin); took > time.Second {
+		t.Fatalf("Release took %v with one instance frozen", took)
+	}
+}
+
+func TestRedlockMutualExclusionWithRestart(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	// Two clients, as two processes would be; a generous instance timeout for a loaded
+	// machine under -race (the dead instance does not cost it: it is known down).
+	a := f.client(t, WithInstanceTimeout(time.Second))
+	b := f.client(t, WithInstanceTimeout(time.Second))
+	const ttl = 2 * time.Second
+	ctx := testCtx(t, 40*time.Second)
+	var d overlapDetector
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 16 {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := c.Obtain(ctx, "lock:rl:mutex", ttl)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				d.section(time.Millisecond)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	waitSections := func(n int32) {
+		for d.sections.Load() < n && !t.Failed() && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitSections(40)
+	// Kill one instance and restart it empty only after the ttl, as Redlock requires (a
+	// lock it held must not outlive its validity on the others): then 4 of 5 go on, and
+	// the restarted one rejoins with no memory of the lock.
+	f.servers[1].Kill()
+	before := d.sections.Load()
+	time.Sleep(ttl + 200*time.Millisecond)
+	waitSections(before + 10) // the 4 left carry on (however slow the machine is)
+	f.servers[1].Restart()
+	after := d.sections.Load()
+	waitSections(after + 40)
+	close(stop)
+	wg.Wait()
+	if d.overlaps.Load() != 0 {
+		t.Fatalf("%d overlapping critical sections in %d", d.overlaps.Load(), d.sections.Load())
+	}
+	if after-before < 10 {
+		t.Fatalf("%d sections while an instance was down, want 10 or more", after-before)
+	}
+	t.Logf("%d sections, %d while an instance was down", d.sections.Load(), after-before)
+}
+
+func TestRedlockStaleMinorityExpires(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:rl:stale"
+	// A crashed client left keys on a minority for a long time (its acquisition failed
+	// half-way), and another crashed client holds the majority briefly.
+	stale := redlockTestValue().String()
+	for _, rdb := range f.clients[:2] {
+		if err := rdb.Set(ctx, key, stale, 30*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := f.client(t)
+	held, err := crashed.Obtain(ctx, key, time.Second)
+	if err != nil {
+		t.Fatalf("the first client takes the 3 free instances: %v", err)
+	}
+	expires := time.Now().Add(900 * time.Millisecond) // its keys were set after Obtain began
+	c := f.client(t)
+	l, err := c.Obtain(ctx, key, 2*time.Second)
+	if err != nil {
+		t.Fatalf("a new quorum once the majority's keys expired: %v", err)
+	}
+	if time.Now().Before(expires) {
+		t.Fatal("obtained before the crashed holder's keys expired")
+	}
+	if n := f.holders(t, key, l.Value()); n != 3 {
+		t.Fatalf("new lock on %d instances, want the 3 without stale keys", n)
+	}
+	if n := f.holders(t, key, stale); n != 2 {
+		t.Fatalf("stale keys on %d instances, want them untouched on 2", n)
+	}
+	<-held.Lost() // the crashed client's lock presumed lost at its validity deadline
+	if !errors.Is(held.Err(), ErrValidityPassed) {
+		t.Fatalf("crashed lock: %v", held.Err())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Instances slower than the lock's validity: every SET succeeds, but by the time a quorum
+// answered the ttl minus drift has passed, so the lock is not obtained (and undone).
+func TestRedlockValidityConsumedBySlowInstances(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	var clients []redis.UniversalClient
+	for _, s := range servers {
+		p := redistest.NewProxy(t, s.Addr)
+		p.SetDelay(60 * time.Millisecond) // each way: a round trip takes 120ms or more
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
+		t.Cleanup(func() { _ = rdb.Close() })
+		clients = append(clients, rdb)
+	}
+	c, err := NewRedlock(clients, WithInstanceTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := testCtx(t, 10*time.Second)
+	_, err = c.TryObtain(ctx, "lock:rl:slow", 100*time.Millisecond)
+	if !errors.Is(err, ErrNotObtained) || errors.Is(err, ErrBackend) {
+		t.Fatalf("TryObtain with a 100ms ttl over 120ms round trips: %v, want ErrNotObtained", err)
+	}
+	if l, err := c.TryObtain(ctx, "lock:rl:slow", 5*time.Second); err != nil {
+		t.Fatalf("the same instances with a ttl that leaves validity: %v", err)
+	} else if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedlockRefreshWithQuorumDown(t *testing.T) {
+	f := newRedlockFixture(t, 5)
+	c := f.client(t)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:rl:refresh", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.servers[2:] {
+		s.Kill()
+	}
+	err = l.Refresh(ctx, time.Second)
+	if !errors.Is(err, ErrBackend) || errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Refresh with 3 of 5 down: %v, want ErrBackend", err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost() did not fire after the validity passed without a renewal")
+	}
+	if !errors.Is(l.Err(), ErrLost) || !errors.Is(l.Err(), ErrValidityPassed) {
+		t.Fatalf("Err() = %v", l.Err())
+	}
+}
+
+func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
+	t.Run("killed", func(t *testing.T) {
+		f := newRedlockFixture(t, 5)
+		c := f.client(t)
+		ctx := testCtx(t, 10*time.Second)
+		l, err := c.Obtain(ctx, "lock:rl:dog", 900*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // at least one renewal at ttl/3
+		select {
+		case <-l.Lost():
+			t.Fatalf("lost while all instances were up: %v", l.Err())
+		default:
+		}
+		for _, s := range f.servers[:3] {
+			s.Kill()
+		}
+		select {
+		case <-l.Lost():
+		case <-time.After(5 * time.Second):
+			t.Fatal("Lost() did not fire with the quorum down")
+		}
+		if !errors.Is(l.Err(), ErrValidityPassed) {
+			t.Fatalf("Err() = %v, want ErrValidityPassed", l.Err())
+		}
+	})
+	t.Run("gone from a majority", func(t *testing.T) {
+		f := newRedlockFixture(t, 5)
+		c := f.client(t)
+		ctx := testCtx(t, 10*time.Second)
+		l, err := c.Obtain(ctx, "lock:rl:dog", 900*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Obtain returns at a quorum; the last SETs land a moment later.
+		redlockEventually(t, "the value on all 5", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
+		// As after a restart without persistence (or an operator's DEL): the key vanishes.
+		for _, rdb := range f.clients[:3] {
+			if err := rdb.Del(ctx, l.Key()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-l.Lost():
+		case <-time.After(5 * time.Second):
+			t.Fatal("Lost() did not fire with the lock gone from 3 of 5")
+		}
+		if !errors.Is(l.Err(), ErrNotHeld) {
+			t.Fatalf("Err() = %v, want ErrNotHeld (renewal refused)", l.Err())
+		}
+	})
+}
+
+func TestRedlockSingleInstance(t *testing.T) {
+	f := newRedlockFixture(t, 1)
+	c := f.client(t)
+	ctx := testCtx(t, 10*time.Second)
+	l, err := c.Obtain(ctx, "lock:rl:one", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryObtain(ctx, l.Key(), time.Second); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("TryObtain of a held lock: %v", err)
+	}
+	if err := l.Refresh(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.TTL(ctx); err != nil || d <= 2*time.Second {
+		t.Fatalf("TTL after Refresh = %v, %v", d, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(ctx, time.Second); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Refresh after Release: %v", err)
+	}
+}
+
+func TestRedlockReentrant(t *testing.T) {
+	f := newRedlockFixture(t, 3)
+	c := f.client(t)
+	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "job-42")
+	const key = "lock:rl:reentrant"
+	outer, err := c.Obtain(ctx, key, 2*time.Second, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := c.Obtain(ctx, key, 2*time.Second, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov, _ := ParseValue(outer.Value())
+	iv, _ := ParseValue(inner.Value())
+	if ov.Count != 1 || iv.Count != 2 || ov.Base() != iv.Base() {
+		t.Fatalf("values %q then %q: want the same base with counts 1 and 2", outer.Value(), inner.Value())
+	}
+	other := ContextWithOwner(ctx, "job-7")
+	if _, err := c.TryObtain(other, key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("another owner entered: %v", err)
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	redlockEventually(t, "the outer level on all 3 instances", func() bool { return f.holders(t, key, outer.Value()) == 3 })
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	redlockEventually(t, "the key gone after the last release", func() bool { return f.present(t, key) == 0 })
+}
+
+func TestRedlockWakeUpOnRelease(t *testing.T) {
+	f := newRedlockFixture(t, 3)
+	// Polling alone would take up to 10s per step: a prompt hand-off needs the wake-up.
+	c := f.client(t, WithBackoff(10*time.Second, 10*time.Second))
+	ctx := testCtx(t, 20*time.Second)
+	holder, err := c.Obtain(ctx, "lock:rl:wake", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		// A long ttl, hence a long per-instance timeout (505ms): on a loaded machine the
+		// woken attempt must not fail for slowness and fall back to the 10s back-off.
+		l, err := c.Obtain(ctx, "lock:rl:wake", 10*time.Second)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	// The waiter tried once and sleeps; wait until its Client subscribed on every instance
+	// (started by its first wait, in the background), so the release cannot go unheard.
+	for _, rdb := range f.clients {
+		redlockEventually(t, "the wake-up subscription", func() bool {
+			n, err := rdb.PubSubNumSub(ctx, redlockReleasedChannel).Result()
+			return err == nil && n[redlockReleasedChannel] > 0
+		})
+	}
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(released); took > 3*time.Second {
+		t.Fatalf("the waiter took %v after the release", took)
+	}
+}
+
+func TestRedlockEvents(t *testing.T) {
+	f := newRedlockFixture(t, 3)
+	c := f.client(t)
+	ctx := testCtx(t, 10*time.Second)
+	sub := f.clients[1].Subscribe(ctx, EventsChannel) // any one instance sees every event
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Obtain(ctx, "lock:rl:events", time.Second, WithTrace("t-ev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waiter := make(chan error, 1)
+	go func() {
+		w, err := c.Obtain(ctx, l.Key(), time.Second, WithTrace("t-wait"))
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		waiter <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the waiter found it taken
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiter; err != nil {
+		t.Fatal(err)
+	}
+	// Each lock's events arrive in the order they happened (one queue per Client); the two
+	// locks' events interleave as the hand-off raced.
+	want := map[string][]EventType{
+		"t-ev":   {EventAcquired, EventRenewed, EventReleased},
+		"t-wait": {EventWaiting, EventAcquired, EventReleased},
+	}
+	for len(want["t-ev"])+len(want["t-wait"]) > 0 {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatalf("still waiting for %v: %v", want, err)
+		}
+		var e Event
+		if err := json.Unmarshal([]byte(msg.Payload), &e); err != nil {
+			t.Fatalf("bad event %q: %v", msg.Payload, err)
+		}
+		next := want[e.Trace]
+		if e.Trace == "t-ev" && e.Type == EventWaiting && len(next) == 3 {
+			continue // its first attempt was too slow on a loaded machine: it waited too
+		}
+		if len(next) == 0 || e.Type != next[0] || e.Key != l.Key() || e.Node != "test" || e.AtMs == 0 ||
+			e.Type == EventWaiting && e.Waiters != 1 || e.Type == EventRenewed && e.TTLMs != 1000 ||
+			e.Trace == "t-ev" && e.Value != l.Value() {
+			t.Fatalf("got %s, want next one of %v", msg.Payload, want)
+		}
+		want[e.Trace] = next[1:]
+	}
+}
+
+func TestNewRedlockInvalid(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialed
+	defer rdb.Close()
+	for name, tc := range map[string]struct {
+		clients []redis.UniversalClient
+		opts    []Option
+	}{
+		"no clients":     {nil, nil},
+		"nil client":     {[]redis.UniversalClient{rdb, nil}, nil},
+		"drift factor 1": {[]redis.UniversalClient{rdb}, []Option{WithDrift(1, 0)}},
+		"negative drift": {[]redis.UniversalClient{rdb}, []Option{WithDrift(0.01, -time.Millisecond)}},
+	} {
+		if c, err := NewRedlock(tc.clients, tc.opts...); !errors.Is(err, ErrInvalid) || c != nil {
+			t.Errorf("%s: NewRedlock = %v, %v; want ErrInvalid", name, c, err)
+		}
+	}
+	c, err := NewRedlock([]redis.UniversalClient{rdb}, WithDrift(0.5, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// ttl*0.5 of drift leaves validity; a ttl below 1ms is refused before any round trip.
+	if _, err := c.TryObtain(context.Background(), "lock:x", 500*time.Microsecond); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ttl below 1ms: %v", err)
+	}
+}
+
+// The demo runs Redlock on N embedded miniredis servers: the scripts must work there too.
+// A compatibility test of that mode, not a stand-in for Redis.
+func TestRedlockMiniredisCompatibility(t *testing.T) {
+	var clients []redis.UniversalClient
+	for range 3 {
+		mr := miniredis.RunT(t)
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		clients = append(clients, rdb)
+	}
+	// miniredis compiles each script on its first run (slow under -race): this test is about
+	// the scripts, not timing.
+	c, err := NewRedlock(clients, WithNode("demo"), WithInstanceTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "worker-1")
+	l, err := c.Obtain(ctx, "lock:demo:a", time.Second, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Obtain(ctx, "lock:demo:a", time.Second, Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.TTL(ctx); err != nil || d <= time.Second {
+		t.Fatalf("TTL after Refresh = %v, %v", d, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryObtain(ctx, "lock:demo:a", time.Second); err != nil {
+		t.Fatalf("free again after the last release: %v", err)
+	}
+}
