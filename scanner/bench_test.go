@@ -1,0 +1,243 @@
+package scanner
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+)
+
+// BenchmarkCensus: a census of 10,000 locks on one server (runs with -bench=.).
+func BenchmarkCensus(b *testing.B) {
+	srv := redistest.Start(b)
+	c := srv.Client()
+	loadLocks(b, c, "b", 10_000)
+	s := New(standalone(c, srv.Addr), Options{})
+	b.ResetTimer()
+	for b.Loop() {
+		census, err := s.Census(context.Background())
+		if err != nil || len(census.Locks) != 10_000 {
+			b.Fatalf("census: %d locks, %v", len(census.Locks), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/lock")
+}
+
+// BenchmarkCensusMillion compares, in one run on one server holding 1,000,000 lock keys:
+// the scanner's census (key + holder + TTL decoded), `redis-cli --scan --pattern 'lock:*'`
+// (names only) and a minimal go-redis loop (SCAN COUNT 1000, pipelined PTTL + GETRANGE, two
+// batches in flight). It is opt-in: it runs only when -bench names it (-bench=CensusMillion),
+// not with -bench=. . docs/benchmarks/scanner.md has the command and results.
+func BenchmarkCensusMillion(b *testing.B) {
+	if !strings.Contains(flag.Lookup("test.bench").Value.String(), "Million") {
+		b.Skip("opt-in: run with -bench=CensusMillion")
+	}
+	const n = 1_000_000
+	srv := redistest.Start(b)
+	c := srv.Client()
+	loadStart := time.Now()
+	loadParallel(b, c, n)
+	b.Logf("loaded %d keys in %v", n, time.Since(loadStart).Round(time.Millisecond))
+
+	var cli, minimal, census time.Duration
+	var peak, live uint64
+	b.ResetTimer()
+	for b.Loop() {
+		cli += timeIt(b, func() int { return redisCLIScan(b, srv.Port) }, n)
+		minimal += timeIt(b, func() int { return minimalLoop(b, c) }, n)
+		runtime.GC()
+		var p uint64
+		var res Census
+		census += timeIt(b, func() int {
+			p = peakHeap(func() {
+				var err error
+				res, err = New(standalone(c, srv.Addr), Options{}).Census(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range res.Locks { // decoded: every lock has a holder and a TTL
+					if res.Locks[i].Node == "" || res.Locks[i].TTL <= 0 {
+						b.Fatalf("undecoded lock %+v", res.Locks[i])
+					}
+				}
+			})
+			return len(res.Locks)
+		}, n)
+		peak = max(peak, p)
+		live = max(live, liveHeap()) // what the result keeps, outside the timed census
+		runtime.KeepAlive(res)
+	}
+	b.StopTimer()
+	runs := time.Duration(b.N)
+	b.ReportMetric((census / runs).Seconds(), "census-s")
+	b.ReportMetric((cli / runs).Seconds(), "rediscli-s")
+	b.ReportMetric((minimal / runs).Seconds(), "minimal-s")
+	b.ReportMetric(float64(cli)/float64(census), "x-faster-than-rediscli")
+	b.ReportMetric(float64(census)/float64(minimal), "x-of-minimal")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(live)/(1<<20), "live-heap-MB")
+	b.ReportMetric(float64(rssHighWater())/(1<<20), "rss-hwm-MB")
+}
+
+func timeIt(b *testing.B, f func() int, want int) time.Duration {
+	start := time.Now()
+	if got := f(); got != want {
+		b.Fatalf("found %d keys, want %d", got, want)
+	}
+	return time.Since(start)
+}
+
+// loadParallel writes n lockscope-format locks with pipelined SET ... PX on 4 connections.
+func loadParallel(b *testing.B, c *redis.Client, n int) {
+	var g errgroup.Group
+	const workers = 4
+	for w := range workers {
+		g.Go(func() error {
+			ctx := context.Background()
+			for start := w * 1000; start < n; start += workers * 1000 {
+				pipe := c.Pipeline()
+				for i := start; i < min(start+1000, n); i++ {
+					pipe.Set(ctx, fmt.Sprintf("lock:bench:%07d", i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// redisCLIScan runs redis-cli --scan and counts the names it prints.
+func redisCLIScan(b *testing.B, port int) int {
+	cmd := exec.Command("redis-cli", "-p", strconv.Itoa(port), "--scan", "--pattern", "lock:*")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := 0
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		lines++
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	return lines
+}
+
+// minimalLoop is the baseline: SCAN COUNT 1000 with pipelined PTTL + GETRANGE 0 4095 per
+// batch and two batches in flight, nothing decoded or kept. It counts keys read.
+func minimalLoop(b *testing.B, c *redis.Client) int {
+	ctx := context.Background()
+	batches := make(chan []string, 1)
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for keys := range batches {
+				pipe := c.Pipeline()
+				ttls := make([]*redis.DurationCmd, len(keys))
+				vals := make([]*redis.StringCmd, len(keys))
+				for i, k := range keys {
+					ttls[i] = pipe.PTTL(ctx, k)
+					vals[i] = pipe.GetRange(ctx, k, 0, 4095)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				count.Add(int64(len(keys)))
+			}
+		})
+	}
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, "lock:*", 1000).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches <- keys
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	close(batches)
+	wg.Wait()
+	return int(count.Load())
+}
+
+// peakHeap runs f and returns the highest heap in use (live and not yet collected objects
+// plus free space in heap spans, like MemStats.HeapInuse) sampled every 10 ms while it ran.
+// runtime/metrics reads without stopping the world, so sampling does not slow f down.
+func peakHeap(f func()) uint64 {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	inUse := func() uint64 {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64() + samples[1].Value.Uint64()
+	}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v := inUse(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	f()
+	close(done)
+	wg.Wait()
+	return max(peak.Load(), inUse())
+}
+
+// liveHeap is the heap's live objects after a full collection: what the caller still holds.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// rssHighWater is the process's peak resident set (VmHWM), 0 when unknown.
+func rssHighWater() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,127 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Census walks the whole target once and returns every lock key matching the pattern once.
+//
+// Reads overlap the SCAN (see walk). The result array is allocated once, from the pass's
+// estimate of the key count (DBSIZE and the first SCAN page), and batches are decoded
+// straight into it; batches read before it exists, or beyond the estimate, are copied in
+// at the end.
+//
+// A server that cannot be read is named in Missing (the census is partial) and the error is
+// nil, unless no server at all could be read: then the error wraps ErrUnreachable. A SCAN or
+// PTTL that Redis refuses (e.g. NOPERM) is a *CommandError.
+func (s *Scanner) Census(ctx context.Context) (Census, error) {
+	var a assembly
+	p := s.newPass(sink{buffer: a.buffer, batch: a.put, expect: a.allocate})
+	if s.target.Mode != Redlock {
+		// Every key lives on one server: a repeat is SCAN's own (the server resized its
+		// table) or a key migrating between cluster masters, rare enough to find after the
+		// pass instead of keeping a set of every key during it. A Redlock pass must merge
+		// the instances' keys as it goes.
+		p.repeatsLater = true
+		if canDiscover(s.opts.Pattern) {
+			p.discover, p.fences, p.queues = true, map[string]struct{}{}, map[string]struct{}{}
+		}
+	}
+	c, err := p.run(ctx)
+	c.Locks = a.result(p.claimedKeys())
+	if p.repeatsLater {
+		c.Locks = dropRepeats(c.Locks)
+	}
+	if err == nil && p.discover {
+		if err = p.joinCompanions(ctx, c.Locks); err != nil && !isReply(err) {
+			err = fmt.Errorf("%w: reading fence and wait-queue keys: %v", ErrUnreachable, err)
+		}
+		c.Warnings = p.summaryWarnings()
+	}
+	return c, err
+}
+
+// assembly collects a census: batches are decoded into the final array where it covers
+// their positions, or into their own slices (read before the estimate came, or beyond it).
+type assembly struct {
+	mu        sync.Mutex
+	final     []Lock
+	overflow  []positioned
+	allocated chan struct{} // closed once final is allocated; nil when no estimate came
+}
+
+type positioned struct {
+	start int
+	locks []Lock
+}
+
+// allocate sizes the final array from the pass's estimate. Zeroing a large array takes a
+// quarter of a second and more for a million records on a busy machine, so it happens
+// beside the pass: SCAN and reads go on meanwhile (the batches read before the array
+// exists are copied in at the end), and the server never waits for it.
+func (a *assembly) allocate(estimate int) {
+	if estimate <= 0 {
+		return
+	}
+	done := make(chan struct{})
+	a.mu.Lock()
+	a.allocated = done
+	a.mu.Unlock()
+	go func() {
+		defer close(done)
+		final := make([]Lock, estimate)
+		a.mu.Lock()
+		a.final = final
+		a.mu.Unlock()
+	}()
+}
+
+// waitAllocated returns once the final array, if one is coming, exists.
+func (a *assembly) waitAllocated() {
+	a.mu.Lock()
+	done := a.allocated
+	a.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+func (a *assembly) buffer(start, n int) []Lock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if start+n <= len(a.final) {
+		return a.final[start : start+n : start+n]
+	}
+	return make([]Lock, n)
+}
+
+func (a *assembly) put(start int, locks []Lock) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(locks) > 0 && (start+len(locks) > len(a.final) || &a.final[start] != &locks[0]) {
+		a.overflow = append(a.overflow, positioned{start, locks})
+	}
+	return nil
+}
+
+// result is the census's locks (total keys were claimed), without the empty records of keys
+// that vanished. An estimate that fell short costs one copy here; one that was more than
+// twice too high is copied into an array of the right size, so the excess is not kept.
+func (a *assembly) result(total int) []Lock {
+	a.waitAllocated()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.final
+	if total > len(out) || total < len(out)/2 {
+		out = make([]Lock, total)
+		copy(out, a.final)
+	}
+	out = out[:total]
+	for _, b := range a.overflow {
+		copy(out[b.start:], b.locks)
+	}
+	a.final, a.overflow = nil, nil
+	return compact(out)
+}

@@ -1,0 +1,77 @@
+package scanner
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestAssemblyEstimates: whatever the estimate (none, too low, right, far too high), and
+// whether a batch was read before the array existed, the result holds every batch at its
+// position, and an array far larger than the result is not kept.
+func TestAssemblyEstimates(t *testing.T) {
+	const total, batch = 1000, 100
+	for _, estimate := range []int{0, 350, 1000, 1200, 5000} {
+		t.Run(fmt.Sprint(estimate), func(t *testing.T) {
+			var a assembly
+			put := func(start int) {
+				locks := a.buffer(start, batch)
+				for i := range locks {
+					locks[i] = Lock{Key: fmt.Sprintf("lock:%d", start+i)}
+				}
+				must(t, a.put(start, locks))
+			}
+			put(0) // read before the estimate came
+			a.allocate(estimate)
+			a.waitAllocated()
+			for start := batch; start < total; start += batch {
+				put(start)
+			}
+			got := a.result(total)
+			if len(got) != total {
+				t.Fatalf("%d records, want %d", len(got), total)
+			}
+			for i, l := range got {
+				if l.Key != fmt.Sprintf("lock:%d", i) {
+					t.Fatalf("record %d is %q", i, l.Key)
+				}
+			}
+			if cap(got) > 2*total {
+				t.Errorf("result keeps an array of %d records for %d", cap(got), total)
+			}
+		})
+	}
+}
+
+// TestEstimateFromFirstPage: DBSIZE scaled by the first page's share of matching keys, with
+// a margin, never above DBSIZE; exact when the first page ends the SCAN; summed over a
+// cluster's masters once every one has reported.
+func TestEstimateFromFirstPage(t *testing.T) {
+	cases := []struct {
+		name    string
+		dbsizes []int64
+		matched []int
+		last    bool
+		want    int
+	}{
+		{"dense", []int64{1_000_000}, []int{1000}, false, 1_000_000},
+		{"sparse", []int64{1_000_000}, []int{10}, false, 1_000_000*10*5/4000 + 1000},
+		{"one page", []int64{1_000_000}, []int{42}, true, 42},
+		{"three masters", []int64{300, 300, 300}, []int{0, 300, 5}, true, 305},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := -1
+			p := New(Target{Mode: Cluster}, Options{}).newPass(sink{expect: func(n int) { got = n }})
+			p.unestimated = len(c.dbsizes)
+			for i, d := range c.dbsizes {
+				if got != -1 {
+					t.Fatalf("estimate %d announced before every master reported", got)
+				}
+				p.noteFirstPage(walk{dbsize: d}, c.matched[i], c.last)
+			}
+			if got != c.want {
+				t.Errorf("estimate %d, want %d", got, c.want)
+			}
+		})
+	}
+}

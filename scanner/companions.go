@@ -1,0 +1,148 @@
+package scanner
+
+import (
+	"context"
+	"strings"
+
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/redis/go-redis/v9"
+)
+
+// A census learns which locks have companion keys (locklib.FenceKey, locklib.WaitQueueKey)
+// from its own SCAN instead of asking for each lock's: SCAN walks the whole keyspace anyway,
+// so widening MATCH to also return "fence:{<key>}" and "waitq:{<key>}" costs no lookup, while
+// asking costs one per lock, as much as the lock's own PTTL. Only companions that exist are
+// then read, after the scan. A pattern with '[' or '\' keeps the per-batch reads: the client
+// filters the widened SCAN's answers by the pattern itself, and does so only for '*' and '?'.
+
+// canDiscover reports whether pattern is simple enough to filter on the client exactly.
+func canDiscover(pattern string) bool { return !strings.ContainsAny(pattern, `[\`) }
+
+// widenedPattern matches pattern's keys and their companions: "*" before (the prefix) and a
+// "*" after unless there is one (the closing "}" of the hash tag).
+func widenedPattern(pattern string) string {
+	if strings.HasSuffix(pattern, "*") {
+		return "*" + pattern
+	}
+	return "*" + pattern + "*"
+}
+
+// sortOut keeps the keys that match the pattern and records the companions among the rest.
+func (p *pass) sortOut(keys []string) []string {
+	locks := keys[:0]
+	for _, k := range keys {
+		if matchGlob(p.s.opts.Pattern, k) {
+			locks = append(locks, k)
+			continue
+		}
+		if lock, ok := companionOf(k, "fence:"); ok && matchGlob(p.s.opts.Pattern, lock) {
+			p.mu.Lock()
+			p.fences[lock] = struct{}{}
+			p.mu.Unlock()
+		} else if lock, ok := companionOf(k, "waitq:"); ok && matchGlob(p.s.opts.Pattern, lock) {
+			p.mu.Lock()
+			p.queues[lock] = struct{}{}
+			p.mu.Unlock()
+		}
+	}
+	return locks
+}
+
+// companionOf inverts locklib's companion naming: the lock key that k is prefix's companion of.
+func companionOf(k, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(k, prefix)
+	if !ok {
+		return "", false
+	}
+	if inner, ok := strings.CutPrefix(rest, "{"); ok && strings.HasSuffix(inner, "}") {
+		lock := inner[:len(inner)-1]
+		if companionKeyOf(prefix, lock) == k {
+			return lock, true
+		}
+	}
+	if companionKeyOf(prefix, rest) == k { // a lock key with its own hash tag
+		return rest, true
+	}
+	return "", false
+}
+
+func companionKeyOf(prefix, lock string) string {
+	if prefix == "fence:" {
+		return locklib.FenceKey(lock)
+	}
+	return locklib.WaitQueueKey(lock)
+}
+
+// joinCompanions reads the companions the SCAN found and fills them into locks. A lock with
+// no wait queue in the SCAN has nobody waiting (HasWaiters, Waiters 0).
+func (p *pass) joinCompanions(ctx context.Context, locks []Lock) error {
+	if p.denied[readValue].Load() {
+		return nil // a metadata-only user: the one warning already says companions are unknown
+	}
+	var todo []int
+	for i := range locks {
+		_, fence := p.fences[locks[i].Key]
+		_, queue := p.queues[locks[i].Key]
+		locks[i].HasWaiters = true
+		if fence || queue {
+			todo = append(todo, i)
+		}
+	}
+	rdb, addr := p.s.target.Clients[0], p.s.addr(0) // the server, or the cluster client routing by slot
+	for start := 0; start < len(todo); start += p.s.opts.Count {
+		chunk := todo[start:min(start+p.s.opts.Count, len(todo))]
+		err := p.retry(ctx, addr, func() error { return p.readCompanions(ctx, rdb, locks, chunk) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pass) readCompanions(ctx context.Context, rdb redis.Cmdable, locks []Lock, idx []int) error {
+	fences := make([]*redis.StringCmd, len(idx))
+	cards := make([]*redis.IntCmd, len(idx))
+	pipe := rdb.Pipeline()
+	for j, i := range idx {
+		key := locks[i].Key
+		if _, ok := p.fences[key]; ok && !p.denied[readFence].Load() {
+			fences[j] = pipe.Get(ctx, locklib.FenceKey(key))
+		}
+		if _, ok := p.queues[key]; ok && !p.denied[readWaiters].Load() {
+			cards[j] = pipe.ZCard(ctx, locklib.WaitQueueKey(key))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {
+		return err
+	}
+	var refused [readKinds]bool
+	for j, i := range idx {
+		l := &locks[i]
+		if c := fences[j]; c != nil {
+			switch v, err := c.Result(); {
+			case err == nil:
+				l.Fence, l.HasFence = parseFence(v)
+			case err == redis.Nil || isWrongType(err):
+			case isNoPerm(err):
+				refused[readFence] = true
+			default:
+				return replyErr("GET", err)
+			}
+		}
+		if c := cards[j]; c != nil {
+			switch n, err := c.Result(); {
+			case err == nil:
+				l.Waiters = int(n)
+			case isWrongType(err):
+				l.HasWaiters = false
+			case isNoPerm(err):
+				refused[readWaiters] = true
+				l.HasWaiters = false
+			default:
+				return replyErr("ZCARD", err)
+			}
+		}
+	}
+	noteRefusals(&p.denied, refused, p.out.warn)
+	return nil
+}

@@ -1,0 +1,128 @@
+package scanner
+
+import (
+	"strings"
+	"time"
+)
+
+// Format names how a lock key's value was written, so the inspector can say who holds it.
+type Format string
+
+// The formats the decoders recognise (docs/scanner.md describes each).
+const (
+	FormatLockscope Format = "lockscope"  // locklib: <node>:<trace>:<unix_ms>:<rand16hex>[:<count>]
+	FormatRedisson  Format = "redisson"   // hash: field <uuid>:<threadId> -> re-entry count
+	FormatRedsync   Format = "redsync"    // 24-char std base64 of 16 random bytes
+	FormatBSM       Format = "bsm"        // 22-char raw-url-base64 token followed by metadata
+	FormatUUID      Format = "uuid"       // a UUID token (8-4-4-4-12 hex)
+	FormatHex       Format = "hex"        // a hex token (node-redlock writes 32 hex chars)
+	FormatOpaque    Format = "opaque"     // a string in no known layout
+	FormatNotALock  Format = "not-a-lock" // a list, set, zset, stream, ... under the pattern
+	FormatUnknown   Format = "unknown"    // the value could not be read (no permission): holder unknown
+)
+
+// ValueCap is the most of a value the scanner reads (GETRANGE 0 ValueCap-1).
+const ValueCap = 4096
+
+// Lock is one lock key as the scanner found it.
+//
+// TTL is the remaining time at FetchedAt; RemainingAt extrapolates it. NoExpiry marks a key
+// without a TTL: a lock that will never free itself. Gone marks a key that no longer exists
+// (only Get and Watch deltas report gone keys; a census drops keys that vanish mid-scan).
+type Lock struct {
+	Key    string
+	Format Format
+	Type   string // Redis type: "string", "hash", "list", ...; "" when it could not be read
+
+	// Decoded holder, when the format carries it.
+	Node       string    // holder node (lockscope); "" when unknown
+	Trace      string    // the holder's trace id (lockscope); "" when none
+	AcquiredAt time.Time // zero when the format does not say
+	Reentry    int       // re-entry count (lockscope re-entrant, redisson); 0 for a plain lock
+	Meta       string    // bsm metadata written after the token; "" when none
+	Owners     []Owner   // redisson: every <uuid>:<threadId> field and its count
+
+	// Expiry, as Redis saw it at FetchedAt (NoExpiry and Gone are with the flags below).
+	TTL       time.Duration
+	FetchedAt time.Time
+
+	// Companion keys (locklib/keys.go), read when present (HasFence, HasWaiters below).
+	Fence   int64 // the fencing counter at locklib.FenceKey(Key)
+	Waiters int   // ZCARD of locklib.WaitQueueKey(Key)
+
+	// Value is the raw value: at most ValueCap bytes of a string (Truncated says it was
+	// longer), or for a hash its fields as "field=value" lines. Display gives a safe form.
+	Value string
+
+	// Instances says where the key lives: Standalone one element, Cluster the master that
+	// holds it, Redlock all N instances in Target order (Present says which hold the key).
+	Instances []Instance
+	// Quorum is set for Redlock targets only: how many instances agree on one holder.
+	Quorum *Quorum
+
+	// Flags, kept together so that a million locks do not pay padding after each one.
+	NoExpiry   bool // the key has no TTL: it will never free itself
+	Gone       bool // the key does not exist (Get, Watch deltas)
+	HasFence   bool // false: no fence key (or not readable)
+	HasWaiters bool // false: unknown (not readable); true with Waiters 0: nobody waits
+	Truncated  bool // Value is the first ValueCap bytes of a longer value
+}
+
+// Owner is one holder entry of a redisson lock hash.
+type Owner struct {
+	ID    string // <uuid>:<threadId>
+	Count int    // re-entry count
+}
+
+// Instance is the key's state on one server. (The flags are last and together: 48 bytes
+// instead of 56, one per lock in a census.)
+type Instance struct {
+	Addr      string
+	Value     string        // raw value there (same cap as Lock.Value)
+	TTL       time.Duration // remaining at the Lock's FetchedAt
+	Present   bool          // the key exists there
+	Missing   bool          // the server could not be read: its state is unknown
+	NoExpiry  bool
+	Truncated bool
+}
+
+// Quorum is the Redlock agreement on a key: Agree instances hold the Lock's Value,
+// Needed = N/2+1 of Total are required for a valid Redlock lock.
+type Quorum struct {
+	Agree   int
+	Needed  int
+	Total   int
+	Reached bool // Agree >= Needed
+}
+
+// RemainingAt extrapolates the TTL to now from FetchedAt + TTL, without asking Redis.
+// It is 0 for a gone or expired lock and for a lock without expiry (check NoExpiry).
+func (l *Lock) RemainingAt(now time.Time) time.Duration {
+	if l.Gone || l.NoExpiry {
+		return 0
+	}
+	left := l.FetchedAt.Add(l.TTL).Sub(now)
+	if left < 0 {
+		return 0
+	}
+	return left
+}
+
+// Age is how long the lock has been held at now; 0 when AcquiredAt is unknown.
+func (l *Lock) Age(now time.Time) time.Duration {
+	if l.AcquiredAt.IsZero() {
+		return 0
+	}
+	return now.Sub(l.AcquiredAt)
+}
+
+// Display is Value in a form safe to print on a terminal (see SafeText): non-printable and
+// non-UTF-8 bytes escaped, cut at max runes with a "…(+N bytes)" marker (max <= 0: no cut).
+// A value longer than ValueCap in Redis ends with "…(truncated)" since only ValueCap was read.
+func (l *Lock) Display(max int) string {
+	s := SafeText(l.Value, max)
+	if l.Truncated && !strings.HasSuffix(s, " bytes)") {
+		s += "…(truncated)"
+	}
+	return s
+}

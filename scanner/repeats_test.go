@@ -1,0 +1,29 @@
+package scanner
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestDropRepeats: a key SCAN returned twice is kept once, at its first place; distinct
+// keys all stay, in order.
+func TestDropRepeats(t *testing.T) {
+	var locks []Lock
+	for i := range 2000 {
+		locks = append(locks, Lock{Key: fmt.Sprintf("lock:%d", i%1500), Value: fmt.Sprint(i)})
+	}
+	got := dropRepeats(locks)
+	if len(got) != 1500 {
+		t.Fatalf("%d records, want 1500", len(got))
+	}
+	for i, l := range got {
+		if want := fmt.Sprintf("lock:%d", i); l.Key != want || l.Value != fmt.Sprint(i) {
+			t.Fatalf("record %d is %q=%q, want %q=%d (the first occurrence)", i, l.Key, l.Value, want, i)
+		}
+	}
+	distinct := []Lock{{Key: "a"}, {Key: "b"}, {Key: "c"}}
+	if got := dropRepeats(slices.Clone(distinct)); len(got) != 3 || got[0].Key != "a" || got[2].Key != "c" {
+		t.Fatalf("distinct keys changed: %v", got)
+	}
+}

@@ -1,0 +1,73 @@
+package scanner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// SafeText makes s safe to print on a terminal: printable UTF-8 is kept, a backslash becomes
+// `\\`, control characters become \n, \t, \r or \xNN, invalid UTF-8 bytes become \xNN and other
+// non-printable runes \uNNNN. When the result would exceed max runes (max > 0), it is cut and
+// ends with a marker saying how many bytes of s were left out: "…(+123 bytes)".
+func SafeText(s string, max int) string {
+	if max <= 0 && isPlainPrintable(s) || max > 0 && len(s) <= max && isPlainPrintable(s) {
+		return s // the common case allocates nothing
+	}
+	var sb strings.Builder
+	runes := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		piece := escapeRune(s[i], r, size)
+		n := utf8.RuneCountInString(piece)
+		if max > 0 && runes+n > max {
+			sb.WriteString("…(+")
+			sb.WriteString(strconv.Itoa(len(s) - i))
+			sb.WriteString(" bytes)")
+			return sb.String()
+		}
+		sb.WriteString(piece)
+		runes += n
+		i += size
+	}
+	return sb.String()
+}
+
+func escapeRune(first byte, r rune, size int) string {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return `\x` + hex2(first)
+	case r == '\\':
+		return `\\`
+	case r == '\n':
+		return `\n`
+	case r == '\t':
+		return `\t`
+	case r == '\r':
+		return `\r`
+	case r < 0x80 && (r < 0x20 || r == 0x7f):
+		return `\x` + hex2(byte(r))
+	case !unicode.IsPrint(r) && r <= 0xffff:
+		return fmt.Sprintf(`\u%04x`, r)
+	case !unicode.IsPrint(r):
+		return fmt.Sprintf(`\U%08x`, r)
+	}
+	return string(r)
+}
+
+func hex2(b byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&0xf]})
+}
+
+// isPlainPrintable reports whether s is printable ASCII without a backslash.
+func isPlainPrintable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,184 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options tune a Scanner. The zero value gives the defaults.
+type Options struct {
+	Pattern  string        // SCAN MATCH pattern; default "lock:*"
+	Count    int           // SCAN COUNT hint; default 1000
+	Interval time.Duration // Watch: time between full passes; default 2s
+	HashCap  int           // most fields read from a hash (HSCAN COUNT); default 64
+
+	// Retries is how many times one step (a SCAN call or a batch of reads) is retried after a
+	// connection error, with exponential back-off from 50 ms up to 2 s; default 8.
+	Retries int
+
+	// ConfigureNotifications lets Watch run CONFIG SET notify-keyspace-events so that keyspace
+	// events speed up updates. Off by default: the scanner never changes server config unasked.
+	ConfigureNotifications bool
+}
+
+// Census is the result of one full pass.
+type Census struct {
+	Locks    []Lock   // every matching key exactly once, in scan order
+	Warnings []string // e.g. no permission to read values: holders unknown
+	// Missing names the servers (cluster masters, Redlock instances) that could not be read:
+	// when it is not empty, the census is partial.
+	Missing   []string
+	Scanned   int           // keys matching the pattern that SCAN returned, repeats included
+	Duration  time.Duration // wall time of the pass
+	FetchedAt time.Time     // when the pass started
+}
+
+// UpdateKind says what an Update carries.
+type UpdateKind int
+
+const (
+	// UpdateBatch carries Locks found by the pass Gen (or, between passes, a refreshed key
+	// after a keyspace or locklib event; Gone locks in it were deleted).
+	UpdateBatch UpdateKind = iota
+	// UpdatePassDone says pass Gen is complete: keys not seen in it are gone. Census holds the
+	// pass summary (Warnings, Missing, Scanned, Duration; Locks is nil).
+	UpdatePassDone
+	// UpdateWarning carries one new Warning (permissions, a missing server, ...).
+	UpdateWarning
+	// UpdateRetrying says a connection error happened and the step is retried after RetryIn;
+	// Err says what failed. The pass continues from where it was.
+	UpdateRetrying
+	// UpdateError says pass Gen failed (Err); the next pass starts after Interval.
+	UpdateError
+)
+
+func (k UpdateKind) String() string {
+	switch k {
+	case UpdateBatch:
+		return "batch"
+	case UpdatePassDone:
+		return "pass-done"
+	case UpdateWarning:
+		return "warning"
+	case UpdateRetrying:
+		return "retrying"
+	case UpdateError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Update is one message of Watch.
+type Update struct {
+	Kind    UpdateKind
+	Gen     uint64 // the pass this belongs to; passes count from 1
+	Locks   []Lock // UpdateBatch
+	Census  Census // UpdatePassDone: the pass summary
+	Warning string // UpdateWarning
+	Err     error  // UpdateRetrying, UpdateError
+	Attempt int    // UpdateRetrying: 1 for the first retry
+	RetryIn time.Duration
+	Addr    string // the server concerned, when one is
+}
+
+// ErrGone is returned by Get for a key that exists on no server.
+var ErrGone = errors.New("scanner: key does not exist")
+
+// ErrUnreachable is returned when no server of the target could be read.
+var ErrUnreachable = errors.New("scanner: no server of the target could be read")
+
+// Scanner takes censuses of one Target. It keeps no connection of its own (the Target's
+// clients belong to the caller) and is safe for concurrent use.
+type Scanner struct {
+	target Target
+	opts   Options
+}
+
+// New returns a Scanner for t; zero fields of opts take their defaults.
+func New(t Target, opts Options) *Scanner {
+	if opts.Pattern == "" {
+		opts.Pattern = "lock:*"
+	}
+	if opts.Count <= 0 {
+		opts.Count = 1000
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 2 * time.Second
+	}
+	if opts.HashCap <= 0 {
+		opts.HashCap = 64
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 8
+	}
+	return &Scanner{target: t, opts: opts}
+}
+
+// Options returns the options in effect (defaults filled in).
+func (s *Scanner) Options() Options { return s.opts }
+
+// Get reads one key on every server of the target (for `lockscope show` and the detail pane).
+// A key that exists nowhere comes back with Gone set, its Instances filled, and ErrGone.
+func (s *Scanner) Get(ctx context.Context, key string) (Lock, error) {
+	p := s.newPass(sink{})
+	readers, err := s.readersFor(ctx, key)
+	if err != nil {
+		return Lock{Key: key}, err
+	}
+	locks := make([]Lock, 1)
+	if err := s.readLocks(ctx, []string{key}, readers, newReaders(readers), p, locks); err != nil {
+		return Lock{Key: key}, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if locks[0].Key != "" {
+		return locks[0], nil
+	}
+	if c, _ := p.summary(ctx, nil); len(readers) > 1 && len(c.Missing) == len(readers) {
+		return Lock{Key: key}, fmt.Errorf("%w: every instance is down (%s)", ErrUnreachable, strings.Join(c.Missing, ", "))
+	}
+	gone := Lock{Key: key, Gone: true, FetchedAt: p.fetched}
+	for _, r := range readers {
+		gone.Instances = append(gone.Instances, Instance{Addr: r.addr, Missing: p.isMissing(r.addr)})
+	}
+	return gone, ErrGone
+}
+
+// servers lists the standalone server or the Redlock instances, in Target order.
+func (s *Scanner) servers() []server {
+	out := make([]server, len(s.target.Clients))
+	for i, c := range s.target.Clients {
+		out[i] = server{addr: s.addr(i), rdb: c}
+	}
+	return out
+}
+
+// readersFor says where to read key: for a cluster, the master that owns its slot now.
+func (s *Scanner) readersFor(ctx context.Context, key string) ([]server, error) {
+	if s.target.Mode != Cluster {
+		return s.servers(), nil
+	}
+	cc, ok := s.target.Clients[0].(*redis.ClusterClient)
+	if !ok {
+		return nil, fmt.Errorf("scanner: cluster target needs a *redis.ClusterClient, got %T", s.target.Clients[0])
+	}
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	return []server{{addr: node.Options().Addr, rdb: cc}}, nil
+}
+
+// addr is the display address of client i: from Target.Addrs, else from the client.
+func (s *Scanner) addr(i int) string {
+	if i < len(s.target.Addrs) && s.target.Addrs[i] != "" {
+		return s.target.Addrs[i]
+	}
+	if c, ok := s.target.Clients[i].(*redis.Client); ok {
+		return c.Options().Addr
+	}
+	return fmt.Sprintf("server %d", i+1)
+}
