@@ -31,6 +31,11 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addConnectionFlags(root)
 	root.AddCommand(newVersionCmd())
+	root.AddCommand(newLsCmd(), newShowCmd(), newReleaseCmd(), newExtendCmd(), newAuditCmd())
+	root.AddCommand(newTUICmd())
+	root.AddCommand(newDemoCmd())
+	root.RunE = runTUI // `lockscope` alone opens the console
 	return root
 }

@@ -1,0 +1,201 @@
+package actions
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed holder.lua
+	holderLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed extend.lua
+	extendLua string
+
+	releaseSource = holderLua + "\n" + releaseLua
+	extendSource  = holderLua + "\n" + extendLua
+	releaseScript = redis.NewScript(releaseSource)
+	extendScript  = redis.NewScript(extendSource)
+)
+
+// Release deletes key on every instance where it still holds exactly expect (compare-and-delete
+// in one Lua script per instance) and writes one audit record. reason is recorded as given.
+//
+// The error is non-nil only when nothing could be decided: ErrReadOnly, ErrBadRequest, or every
+// instance failed (the first instance's error, wrapped). Instance failures next to instances
+// that answered are in Result.Instances (see Result.Partial).
+func (a *Admin) Release(ctx context.Context, key, expect, reason string) (Result, error) {
+	return a.act(ctx, ActionRelease, key, expect, 0, reason)
+}
+
+// Extend sets the TTL of key to ttl on every instance where it still holds exactly expect
+// (compare-and-PEXPIRE) and writes one audit record. Errors as for Release.
+func (a *Admin) Extend(ctx context.Context, key, expect string, ttl time.Duration, reason string) (Result, error) {
+	if ttl < time.Millisecond {
+		return Result{Action: ActionExtend, Key: key, Seen: expect, TTL: ttl},
+			fmt.Errorf("%w: extend needs a TTL of at least 1ms, got %v", ErrBadRequest, ttl)
+	}
+	return a.act(ctx, ActionExtend, key, expect, ttl, reason)
+}
+
+func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl time.Duration, reason string) (Result, error) {
+	res := Result{Action: action, Key: key, Seen: expect, TTL: ttl}
+	if a.opts.ReadOnly {
+		return res, ErrReadOnly
+	}
+	if key == "" {
+		return res, fmt.Errorf("%w: empty key", ErrBadRequest)
+	}
+	script, source, success := releaseScript, releaseSource, Released
+	if action == ActionExtend {
+		script, source, success = extendScript, extendSource, Extended
+	}
+	args := scriptArgs(expect, ttl)
+
+	res.Instances = make([]InstanceResult, len(a.target.Clients))
+	var wg sync.WaitGroup
+	for i, c := range a.target.Clients {
+		wg.Go(func() {
+			res.Instances[i] = a.runOn(ctx, c, a.addr(i), script, source, success, key, args)
+		})
+	}
+	wg.Wait()
+
+	err := aggregate(&res, success)
+	res.AuditErr = a.writeAudit(ctx, res, err, reason)
+	return res, err
+}
+
+// scriptArgs builds ARGV as holder.lua documents it.
+func scriptArgs(expect string, ttl time.Duration) []any {
+	args := []any{expect, strconv.FormatInt(ttl.Milliseconds(), 10)}
+	fields, isHash := ParseCanonicalHash(expect)
+	if !isHash || len(fields) == 0 {
+		return append(args, "0")
+	}
+	args = append(args, strconv.Itoa(len(fields)))
+	for f, v := range fields {
+		args = append(args, f, v)
+	}
+	return args
+}
+
+func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string, script *redis.Script, source string, success Outcome, key string, args []any) InstanceResult {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.InstanceTimeout)
+	defer cancel()
+	out := InstanceResult{Addr: addr}
+	reply, err := script.Run(ctx, c, []string{key}, args...).Slice()
+	if err != nil {
+		out.Outcome, out.Err = Failed, explainScriptError(err, source)
+		return out
+	}
+	status, current, err := decodeReply(reply)
+	if err != nil {
+		out.Outcome, out.Err = Failed, err
+		return out
+	}
+	switch status {
+	case "match":
+		out.Outcome = success
+	case "other":
+		out.Outcome, out.Current = ChangedHands, current
+	case "gone":
+		out.Outcome = AlreadyGone
+	case "type":
+		out.Outcome, out.Current = NotALock, current
+	default:
+		out.Outcome, out.Err = Failed, fmt.Errorf("actions: unexpected script status %q", status)
+	}
+	return out
+}
+
+// decodeReply reads {status, current} where current is a string or HGETALL's flat array.
+func decodeReply(reply []any) (status, current string, err error) {
+	if len(reply) != 2 {
+		return "", "", fmt.Errorf("actions: unexpected script reply of %d elements", len(reply))
+	}
+	status, _ = reply[0].(string)
+	switch v := reply[1].(type) {
+	case string:
+		return status, v, nil
+	case []any:
+		return status, canonicalFromFlat(v), nil
+	case nil:
+		return status, "", nil
+	}
+	return "", "", fmt.Errorf("actions: unexpected script reply element %T", reply[1])
+}
+
+func canonicalFromFlat(flat []any) string {
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		m[fmt.Sprint(flat[i])] = fmt.Sprint(flat[i+1])
+	}
+	return CanonicalHash(m)
+}
+
+// aggregate sets res.Outcome and res.Current from the instances (rules in Result's doc) and
+// returns an error only when no instance answered.
+func aggregate(res *Result, success Outcome) error {
+	var firstErr error
+	var hit, gone bool
+	var changedTo, notLockType *string
+	for i := range res.Instances {
+		in := &res.Instances[i]
+		switch in.Outcome {
+		case success:
+			hit = true
+		case ChangedHands:
+			if changedTo == nil {
+				changedTo = &in.Current
+			}
+		case NotALock:
+			if notLockType == nil {
+				notLockType = &in.Current
+			}
+		case AlreadyGone:
+			gone = true
+		case Failed:
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s %s on %s: %w", res.Action, res.Key, in.Addr, in.Err)
+			}
+		}
+	}
+	if changedTo != nil {
+		res.Current = *changedTo
+	} else if notLockType != nil {
+		res.Current = *notLockType
+	}
+	switch {
+	case hit:
+		res.Outcome = success
+	case changedTo != nil:
+		res.Outcome = ChangedHands
+	case notLockType != nil:
+		res.Outcome = NotALock
+	case gone:
+		res.Outcome = AlreadyGone
+	default:
+		res.Outcome = Failed
+		if firstErr == nil {
+			firstErr = errors.New("actions: the target has no instances")
+		}
+		return firstErr
+	}
+	return nil
+}
+
+func (a *Admin) addr(i int) string {
+	if i < len(a.target.Addrs) {
+		return a.target.Addrs[i]
+	}
+	return "instance-" + strconv.Itoa(i+1)
+}

@@ -1,0 +1,190 @@
+package actions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AuditRecord is one entry of the audit trail. On a Redlock target each record is written to
+// every instance; Audit merges the copies by ActionID.
+//
+// Stream fields (one XADD per action and instance): time (RFC 3339, UTC, ns), operator, action,
+// key, seen, result, reason, ttl_ms (extend only), error (failed only), instances (per-instance
+// outcomes, multi-instance targets only), action_id.
+type AuditRecord struct {
+	ID        string        // stream entry ID (of the first instance it was read from)
+	ActionID  string        // random id shared by the copies of one action
+	Time      time.Time     // when the action was attempted
+	Operator  string        // who acted (Options.Operator)
+	Action    Action        // release or extend
+	Key       string        // the lock key
+	Seen      string        // the value the operator expected (cut at MaxAuditValue bytes)
+	Result    Outcome       // the aggregate outcome (Failed when nothing could be decided)
+	Error     string        // Failed: why
+	Reason    string        // as given by the operator
+	TTL       time.Duration // extend: the TTL asked for
+	Instances string        // multi-instance targets: "addr=outcome" per instance, space separated
+	Sources   []string      // addresses of the instances this record was read from
+}
+
+// MaxAuditValue caps the value copied into an audit record, so a huge lock value cannot bloat
+// the stream; longer values end with a marker saying how much was cut.
+const MaxAuditValue = 4096
+
+// DefaultAuditLimit is how many records Audit returns when limit <= 0.
+const DefaultAuditLimit = 100
+
+// writeAudit appends one record for the action to the audit stream of every instance. It runs
+// even when ctx is cancelled (the action may already have happened) and returns the joined
+// errors of the instances where the write failed.
+func (a *Admin) writeAudit(ctx context.Context, res Result, actionErr error, reason string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.InstanceTimeout)
+	defer cancel()
+	values := a.auditValues(res, actionErr, reason)
+	errs := make([]error, len(a.target.Clients))
+	var wg sync.WaitGroup
+	for i, c := range a.target.Clients {
+		wg.Go(func() {
+			err := c.XAdd(ctx, &redis.XAddArgs{
+				Stream: a.opts.AuditStream,
+				MaxLen: a.opts.AuditMaxLen,
+				Approx: true,
+				Values: values,
+			}).Err()
+			if err != nil {
+				errs[i] = fmt.Errorf("audit write to %s on %s: %w", a.opts.AuditStream, a.addr(i), err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (a *Admin) auditValues(res Result, actionErr error, reason string) []any {
+	v := []any{
+		"time", time.Now().UTC().Format(time.RFC3339Nano),
+		"operator", a.opts.Operator,
+		"action", string(res.Action),
+		"key", res.Key,
+		"seen", capValue(res.Seen),
+		"result", string(res.Outcome),
+		"reason", reason,
+		"action_id", newActionID(),
+	}
+	if res.Action == ActionExtend {
+		v = append(v, "ttl_ms", strconv.FormatInt(res.TTL.Milliseconds(), 10))
+	}
+	if actionErr != nil {
+		v = append(v, "error", actionErr.Error())
+	}
+	if len(res.Instances) > 1 {
+		parts := make([]string, len(res.Instances))
+		for i, in := range res.Instances {
+			parts[i] = in.Addr + "=" + string(in.Outcome)
+		}
+		v = append(v, "instances", strings.Join(parts, " "))
+	}
+	return v
+}
+
+func capValue(s string) string {
+	if len(s) <= MaxAuditValue {
+		return s
+	}
+	return s[:MaxAuditValue] + fmt.Sprintf("…(+%d bytes)", len(s)-MaxAuditValue)
+}
+
+func newActionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// Audit returns the newest limit records of the audit trail, newest first (limit <= 0 means
+// DefaultAuditLimit). On a Redlock target the instances' copies are merged. When some instance
+// cannot be read, the records of the others are returned together with an error naming it;
+// when none can, only the error.
+func (a *Admin) Audit(ctx context.Context, limit int) ([]AuditRecord, error) {
+	if limit <= 0 {
+		limit = DefaultAuditLimit
+	}
+	perInstance := make([][]redis.XMessage, len(a.target.Clients))
+	errs := make([]error, len(a.target.Clients))
+	var wg sync.WaitGroup
+	for i, c := range a.target.Clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, a.opts.InstanceTimeout)
+			defer cancel()
+			msgs, err := c.XRevRangeN(ctx, a.opts.AuditStream, "+", "-", int64(limit)).Result()
+			if err != nil {
+				errs[i] = fmt.Errorf("audit read of %s on %s: %w", a.opts.AuditStream, a.addr(i), err)
+				return
+			}
+			perInstance[i] = msgs
+		})
+	}
+	wg.Wait()
+
+	byAction := map[string]int{} // ActionID -> index in records
+	var records []AuditRecord
+	answered := 0
+	for i, msgs := range perInstance {
+		if errs[i] != nil {
+			continue
+		}
+		answered++
+		for _, m := range msgs {
+			r := recordFrom(m)
+			if at, seen := byAction[r.ActionID]; seen && r.ActionID != "" {
+				records[at].Sources = append(records[at].Sources, a.addr(i))
+				continue
+			}
+			r.Sources = []string{a.addr(i)}
+			byAction[r.ActionID] = len(records)
+			records = append(records, r)
+		}
+	}
+	err := errors.Join(errs...)
+	if answered == 0 && err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(records, func(x, y AuditRecord) int { return y.Time.Compare(x.Time) })
+	if len(records) > limit {
+		records = records[:limit]
+	}
+	return records, err
+}
+
+func recordFrom(m redis.XMessage) AuditRecord {
+	field := func(name string) string {
+		s, _ := m.Values[name].(string)
+		return s
+	}
+	r := AuditRecord{
+		ID:        m.ID,
+		ActionID:  field("action_id"),
+		Operator:  field("operator"),
+		Action:    Action(field("action")),
+		Key:       field("key"),
+		Seen:      field("seen"),
+		Result:    Outcome(field("result")),
+		Error:     field("error"),
+		Reason:    field("reason"),
+		Instances: field("instances"),
+	}
+	r.Time, _ = time.Parse(time.RFC3339Nano, field("time"))
+	if ms, err := strconv.ParseInt(field("ttl_ms"), 10, 64); err == nil {
+		r.TTL = time.Duration(ms) * time.Millisecond
+	}
+	return r
+}

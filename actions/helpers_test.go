@@ -1,0 +1,70 @@
+package actions
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/scanner"
+	"github.com/redis/go-redis/v9"
+)
+
+// standalone starts one server and returns its target and client.
+func standalone(t *testing.T) (scanner.Target, *redis.Client, *redistest.Server) {
+	t.Helper()
+	s := redistest.Start(t)
+	c := s.Client()
+	return scanner.Target{Mode: scanner.Standalone, Clients: []redis.UniversalClient{c}, Addrs: []string{s.Addr}}, c, s
+}
+
+// redlock starts n independent servers and returns their target and clients.
+func redlock(t *testing.T, n int) (scanner.Target, []*redis.Client, []*redistest.Server) {
+	t.Helper()
+	servers := redistest.StartN(t, n)
+	target := scanner.Target{Mode: scanner.Redlock}
+	var clients []*redis.Client
+	for _, s := range servers {
+		c := s.Client(func(o *redis.Options) { o.MaxRetries = -1; o.DialTimeout = 300 * time.Millisecond })
+		clients = append(clients, c)
+		target.Clients = append(target.Clients, c)
+		target.Addrs = append(target.Addrs, s.Addr)
+	}
+	return target, clients, servers
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustSet(t *testing.T, c *redis.Client, key, value string, ttl time.Duration) {
+	t.Helper()
+	if err := c.Set(context.Background(), key, value, ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustGet(t *testing.T, c *redis.Client, key string) (string, bool) {
+	t.Helper()
+	v, err := c.Get(context.Background(), key).Result()
+	if err == redis.Nil {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, true
+}
+
+// auditEntries reads the raw audit stream of c, oldest first.
+func auditEntries(t *testing.T, c *redis.Client) []redis.XMessage {
+	t.Helper()
+	msgs, err := c.XRange(context.Background(), DefaultAuditStream, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}

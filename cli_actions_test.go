@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+var resultFields = map[string]string{
+	"action": "string", "key": "string", "outcome": "string", "seen": "string", "current": "string|null",
+	"ttl_ms": "int|null", "instances": "array", "audit_error": "string|null",
+}
+
+var instanceResultFields = map[string]string{"addr": "string", "outcome": "string", "current": "string|null", "error": "string|null"}
+
+func getValue(t *testing.T, c *redis.Client, key string) (string, bool) {
+	t.Helper()
+	v, err := c.Get(context.Background(), key).Result()
+	if err == redis.Nil {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, true
+}
+
+func TestCLIReleaseExitCodes(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	seedLocks(t, c)
+	url := redisURL(s.Addr)
+
+	// Changed hands: refused, the holder is printed, nothing deleted.
+	r := runCLI(t, cliOpts{}, "release", "lock:old", "--expect", "api-7:req-0:1:0000000000000000", "--redis", url)
+	expectExit(t, r, exitChanged)
+	if !strings.Contains(r.stdout, "changed hands") || !strings.Contains(r.stdout, oldLock) {
+		t.Errorf("changed-hands output does not name the holder:\n%s", r)
+	}
+	if v, ok := getValue(t, c, "lock:old"); !ok || v != oldLock {
+		t.Fatal("a refused release deleted the lock")
+	}
+
+	// Without --expect and without a terminal: refuses, deletes nothing.
+	r = runCLI(t, cliOpts{stdin: "y\n"}, "release", "lock:old", "--redis", url)
+	expectExit(t, r, exitUsage)
+	if !strings.Contains(r.stderr, "not a terminal") || !strings.Contains(r.stderr, "--yes") {
+		t.Errorf("no clear message:\n%s", r)
+	}
+	if _, ok := getValue(t, c, "lock:old"); !ok {
+		t.Fatal("released without confirmation")
+	}
+
+	// The exact value: released, with JSON output.
+	r = runCLI(t, cliOpts{}, "release", "lock:old", "--expect", oldLock, "--reason", "stuck job", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	objs := jsonLines(t, r.stdout)
+	checkFields(t, "release --json", objs[0], resultFields)
+	for _, in := range objs[0]["instances"].([]any) {
+		checkFields(t, "release --json instance", in.(map[string]any), instanceResultFields)
+	}
+	if objs[0]["outcome"] != "released" || objs[0]["seen"] != oldLock {
+		t.Errorf("release --json = %v", objs[0])
+	}
+	if _, ok := getValue(t, c, "lock:old"); ok {
+		t.Fatal("lock still there")
+	}
+	if v, _ := getValue(t, c, "fence:{lock:old}"); v != "42" {
+		t.Fatal("the fence counter was touched")
+	}
+
+	// Already gone.
+	r = runCLI(t, cliOpts{}, "release", "lock:old", "--expect", oldLock, "--redis", url)
+	expectExit(t, r, exitGone)
+	r = runCLI(t, cliOpts{}, "release", "lock:old", "--yes", "--redis", url)
+	expectExit(t, r, exitGone)
+
+	// --yes reads the value, shows it and releases it; hashes too.
+	r = runCLI(t, cliOpts{}, "release", "lock:redisson", "--yes", "--redis", url)
+	expectExit(t, r, exitOK)
+	if !strings.Contains(r.stderr, "hash{"+redisson+"=2}") {
+		t.Errorf("the value was not shown before acting:\n%s", r)
+	}
+	if c.Exists(context.Background(), "lock:redisson").Val() != 0 {
+		t.Fatal("hash lock not released")
+	}
+
+	// Not a lock: never touched.
+	r = runCLI(t, cliOpts{}, "release", "lock:list", "--yes", "--redis", url)
+	expectExit(t, r, exitOther)
+	if c.LLen(context.Background(), "lock:list").Val() != 1 {
+		t.Fatal("list touched")
+	}
+	r = runCLI(t, cliOpts{}, "release", "--redis", url)
+	expectExit(t, r, exitUsage)
+}
+
+func TestCLIReleaseAsksOnTheTerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("needs script(1) for a pseudo-terminal")
+	}
+	s := redistest.Start(t)
+	c := s.Client()
+	seedLocks(t, c)
+	for _, tc := range []struct {
+		answer   string
+		code     int
+		released bool
+	}{{"\n", exitOther, false}, {"n\n", exitOther, false}, {"yes\n", exitOK, true}} {
+		// script(1) runs the command on a pseudo-terminal and feeds it our stdin.
+		cmdline := cliBinary(t) + " release lock:old --redis " + redisURL(s.Addr)
+		r := runCommand(t, tc.answer, "script", "-qec", cmdline, "/dev/null")
+		if r.code != tc.code || !strings.Contains(r.stdout, "[y/N]") {
+			t.Fatalf("answer %q: %s", tc.answer, r)
+		}
+		if _, held := getValue(t, c, "lock:old"); held == tc.released {
+			t.Fatalf("answer %q: lock held=%v", tc.answer, held)
+		}
+	}
+}
+
+// runCommand runs any program with stdin and returns its output and exit code.
+func runCommand(t *testing.T, stdin string, name string, args ...string) cliRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := cliRun{stdout: out.String(), stderr: errOut.String()}
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		r.code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCLIExtend(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	seedLocks(t, c)
+	url := redisURL(s.Addr)
+	ctx := context.Background()
+
+	r := runCLI(t, cliOpts{}, "extend", "lock:old", "--ttl", "2h", "--expect", "someone-else", "--redis", url)
+	expectExit(t, r, exitChanged)
+	if ttl := c.PTTL(ctx, "lock:old").Val(); ttl > time.Hour {
+		t.Fatalf("a refused extend changed the TTL to %v", ttl)
+	}
+	r = runCLI(t, cliOpts{}, "extend", "lock:old", "--ttl", "2h", "--expect", oldLock, "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	obj := jsonLines(t, r.stdout)[0]
+	checkFields(t, "extend --json", obj, resultFields)
+	if obj["outcome"] != "extended" || obj["ttl_ms"] != float64(2*time.Hour/time.Millisecond) {
+		t.Errorf("extend --json = %v", obj)
+	}
+	if ttl := c.PTTL(ctx, "lock:old").Val(); ttl < 119*time.Minute {
+		t.Fatalf("TTL after extend: %v", ttl)
+	}
+	r = runCLI(t, cliOpts{}, "extend", "lock:forever", "--ttl", "30s", "--yes", "--redis", url)
+	expectExit(t, r, exitOK)
+	if ttl := c.PTTL(ctx, "lock:forever").Val(); ttl <= 0 || ttl > 30*time.Second {
+		t.Fatalf("a lock without expiry got TTL %v, want 30s", ttl)
+	}
+	r = runCLI(t, cliOpts{}, "extend", "lock:gone", "--ttl", "30s", "--expect", "x", "--redis", url)
+	expectExit(t, r, exitGone)
+	r = runCLI(t, cliOpts{}, "extend", "lock:old", "--expect", oldLock, "--redis", url)
+	expectExit(t, r, exitUsage) // --ttl missing
+}
+
+func TestCLIAudit(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	seedLocks(t, c)
+	url := redisURL(s.Addr)
+	runCLI(t, cliOpts{}, "extend", "lock:old", "--ttl", "90s", "--expect", "nope", "--redis", url, "--operator", "carol")
+	runCLI(t, cliOpts{}, "release", "lock:old", "--expect", oldLock, "--reason", "INC-7 stuck", "--redis", url, "--operator", "carol")
+
+	r := runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	objs := jsonLines(t, r.stdout)
+	if len(objs) != 2 {
+		t.Fatalf("%d audit records, want 2:\n%s", len(objs), r)
+	}
+	spec := map[string]string{
+		"id": "string", "time": "time|null", "operator": "string", "action": "string", "key": "string",
+		"seen": "string", "result": "string", "error": "string|null", "reason": "string", "ttl_ms": "int|null",
+		"instances": "string|null", "sources": "array",
+	}
+	for _, o := range objs {
+		checkFields(t, "audit", o, spec)
+	}
+	if o := objs[0]; o["action"] != "release" || o["result"] != "released" || o["reason"] != "INC-7 stuck" ||
+		o["operator"] != "carol" || o["seen"] != oldLock || o["key"] != "lock:old" {
+		t.Errorf("newest record %v", o)
+	}
+	if o := objs[1]; o["action"] != "extend" || o["result"] != "changed_hands" || o["ttl_ms"] != 90000.0 || o["seen"] != "nope" {
+		t.Errorf("oldest record %v", o)
+	}
+
+	r = runCLI(t, cliOpts{}, "audit", "--limit", "1", "--redis", url)
+	expectExit(t, r, exitOK)
+	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "changed_hands") || !strings.Contains(r.stdout, "1 records") {
+		t.Errorf("audit --limit 1:\n%s", r.stdout)
+	}
+	// Reading the trail is allowed in read-only mode.
+	expectExit(t, runCLI(t, cliOpts{}, "audit", "--read-only", "--redis", url), exitOK)
+}
+
+func TestCLIReadOnlyRefusesEveryAction(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	seedLocks(t, c)
+	url := redisURL(s.Addr)
+	ctx := context.Background()
+	ttlBefore := c.PTTL(ctx, "lock:old").Val()
+	for _, args := range [][]string{
+		{"release", "lock:old", "--expect", oldLock},
+		{"release", "lock:old", "--yes"},
+		{"extend", "lock:old", "--ttl", "9h", "--expect", oldLock},
+		{"extend", "lock:forever", "--ttl", "9h", "--yes"},
+	} {
+		r := runCLI(t, cliOpts{}, append(args, "--read-only", "--redis", url)...)
+		expectExit(t, r, exitReadOnly)
+		if !strings.Contains(r.stderr, "read-only") {
+			t.Errorf("%v: no clear message:\n%s", args, r)
+		}
+	}
+	if v, ok := getValue(t, c, "lock:old"); !ok || v != oldLock || c.PTTL(ctx, "lock:old").Val() > ttlBefore {
+		t.Fatal("read-only mode changed lock:old")
+	}
+	if c.PTTL(ctx, "lock:forever").Val() != -1 {
+		t.Fatal("read-only mode changed lock:forever")
+	}
+	if c.Exists(ctx, actions.DefaultAuditStream).Val() != 0 {
+		t.Fatal("read-only mode wrote to the audit stream")
+	}
+	// Listing still works.
+	expectExit(t, runCLI(t, cliOpts{}, "ls", "--read-only", "--redis", url), exitOK)
+}
