@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib"
+)
+
+// End-to-end tests of the console: the real binary in a real terminal (tmux), against a real
+// redis-server. They poll the screen for text instead of sleeping.
+
+// tuiSession is one lockscope console running in a private tmux server.
+type tuiSession struct {
+	t    *testing.T
+	sock string
+}
+
+var tmuxSeq atomic.Int64
+
+// startTUI runs `lockscope args...` in a 120x40 tmux pane. The pane keeps the exit status
+// on screen ("EXITED <code>") when the program ends, for the assertions and for diagnosis.
+func startTUI(t *testing.T, args ...string) *tuiSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not on PATH (apt-get install tmux)")
+	}
+	bin := cliBinary(t)
+	s := &tuiSession{t: t, sock: fmt.Sprintf("lockscope-tui-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
+	quoted := []string{shellQuote(bin)}
+	for _, a := range args {
+		quoted = append(quoted, shellQuote(a))
+	}
+	// The tmux server's environment, not the test's, reaches the command: set it explicitly.
+	command := "env -u REDIS_URL -u LOCKSCOPE_PASSWORD TERM=xterm-256color " + strings.Join(quoted, " ") +
+		"; echo EXITED $?; sleep 60"
+	if out, err := s.tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", command); err != nil {
+		t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = s.tmux("kill-server") })
+	return s
+}
+
+func (s *tuiSession) tmux(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-L", s.sock}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (s *tuiSession) screen() string {
+	out, err := s.tmux("capture-pane", "-p", "-t", "tui")
+	if err != nil {
+		s.t.Fatalf("tmux capture-pane: %v: %s", err, out)
+	}
+	return out
+}
+
+// keys sends tmux key names (Enter, Tab, Escape, ...) or single characters.
+func (s *tuiSession) keys(keys ...string) {
+	s.t.Helper()
+	if out, err := s.tmux(append([]string{"send-keys", "-t", "tui"}, keys...)...); err != nil {
+		s.t.Fatalf("tmux send-keys: %v: %s", err, out)
+	}
+}
+
+// typeText sends text literally.
+func (s *tuiSession) typeText(text string) {
+	s.t.Helper()
+	if out, err := s.tmux("send-keys", "-t", "tui", "-l", text); err != nil {
+		s.t.Fatalf("tmux send-keys -l: %v: %s", err, out)
+	}
+}
+
+// waitFor polls the screen until ok accepts it, and fails with the last screen otherwise.
+func (s *tuiSession) waitFor(what string, timeout time.Duration, ok func(screen string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		scr := s.screen()
+		if ok(scr) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out after %v waiting for %s; screen:\n%s", timeout, what, scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *tuiSession) waitForText(text string, timeout time.Duration) string {
+	s.t.Helper()
+	return s.waitFor(strconv.Quote(text), timeout, func(scr string) bool { return strings.Contains(scr, text) })
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// ttlCell finds the TTL, in whole seconds, on the table row of key: the number right before
+// the TTL bar.
+func ttlCell(screen, key string) (int, bool) {
+	re := regexp.MustCompile(`(\d+)s [█▉▊▋▌▍▎▏░]{6}`)
+	for _, line := range strings.Split(screen, "\n") {
+		if !strings.Contains(line, key) {
+			continue
+		}
+		if m := re.FindStringSubmatch(line); m != nil {
+			n, err := strconv.Atoi(m[1])
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// setLock writes a lock in locklib's value format with a TTL, as a live holder would.
+func setLock(t *testing.T, srv *redistest.Server, key, node, trace string, ttl time.Duration) string {
+	t.Helper()
+	value := fmt.Sprintf("%s:%s:%d:%016x", node, trace, time.Now().UnixMilli(), time.Now().UnixNano())
+	if err := srv.Client().Set(context.Background(), key, value, ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return value
+}
+
+func TestTUIEndToEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	setLock(t, srv, "lock:e2e:order", "e2e-node", "trace-e2e", 60*time.Second)
+	setLock(t, srv, "lock:e2e:other", "other-node", "-", 60*time.Second)
+	setLock(t, srv, "lock:e2e:third", "third-node", "-", 60*time.Second)
+
+	s := startTUI(t, "--redis", "redis://"+srv.Addr)
+	scr := s.waitFor("the lock row", 15*time.Second, func(scr string) bool {
+		_, ok := ttlCell(scr, "lock:e2e:order")
+		return ok && strings.Contains(scr, "e2e-node") && strings.Contains(scr, "trace-e2e")
+	})
+
+	// locklib's events reach the event log.
+	ev, _ := json.Marshal(locklib.Event{Type: locklib.EventRenewFailed, Key: "lock:e2e:order", Node: "e2e-node",
+		Reason: "e2e-probe", AtMs: time.Now().UnixMilli()})
+	s.waitFor("the published event", 10*time.Second, func(scr string) bool {
+		// PUBLISH until the console's subscription is up (a message before it is lost).
+		_ = srv.Client().Publish(context.Background(), locklib.EventsChannel, ev).Err()
+		return strings.Contains(scr, "renew_failed") && strings.Contains(scr, "reason=e2e-probe")
+	})
+
+	// The TTL counts down on screen.
+	first, _ := ttlCell(scr, "lock:e2e:order")
+	s.waitFor("the TTL to count down", 10*time.Second, func(scr string) bool {
+		now, ok := ttlCell(scr, "lock:e2e:order")
+		return ok && now <= first-2
+	})
+
+	// Filter down to the one lock.
+	s.keys("/")
+	s.typeText("e2e:ord")
+	s.keys("Enter")
+	s.waitFor("the filter to apply", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "1/3 locks") && strings.Contains(scr, "lock:e2e:order") &&
+			!strings.Contains(scr, "lock:e2e:other")
+	})
+
+	// Force-release it through the dialog: it has a minute left, so the key must be typed.
+	s.keys("d")
+	s.waitForText("Type its key to confirm", 5*time.Second)
+	time.Sleep(500 * time.Millisecond) // the dialog ignores keys for its first 400 ms
+	s.typeText("lock:e2e:order")
+	s.keys("Tab", "Enter")
+	s.waitForText("released lock:e2e:order", 10*time.Second)
+	n, err := srv.Client().Exists(context.Background(), "lock:e2e:order").Result()
+	if err != nil || n != 0 {
+		t.Fatalf("lock:e2e:order still in Redis after the release (exists=%d, err=%v)", n, err)
+	}
+	if n, _ := srv.Client().Exists(context.Background(), "lock:e2e:other").Result(); n != 1 {
+		t.Fatal("the release removed another lock")
+	}
+	// The audit trail shows the action.
+	s.keys("a")
+	s.waitFor("the audit record", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "Audit trail") && strings.Contains(scr, "released") && strings.Contains(scr, "lock:e2e:order")
+	})
+	s.quit()
+}
+
+// quit presses q until the program exits with status 0 (a q may first close the help).
+func (s *tuiSession) quit() {
+	s.t.Helper()
+	for range 5 {
+		s.keys("q")
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if strings.Contains(s.screen(), "EXITED") {
+				s.waitForText("EXITED 0", time.Second)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	s.t.Fatalf("q did not quit; screen:\n%s", s.screen())
+}
+
+func TestTUIReadOnlyCannotRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	value := setLock(t, srv, "lock:e2e:ro", "ro-node", "-", 60*time.Second)
+
+	s := startTUI(t, "--redis", "redis://"+srv.Addr, "--read-only")
+	scr := s.waitForText("lock:e2e:ro", 30*time.Second)
+	if !strings.Contains(scr, "READ-ONLY") {
+		t.Fatalf("no read-only badge:\n%s", scr)
+	}
+	if strings.Contains(scr, "force-release") {
+		t.Fatalf("read-only shows the release key:\n%s", scr)
+	}
+	s.keys("d")
+	s.keys("e")
+	s.keys("?")
+	scr = s.waitForText("sort by holder", 5*time.Second) // the help, drawn after d and e were handled
+	if strings.Contains(scr, "Force-release") || strings.Contains(scr, "force-release") || strings.Contains(scr, "Extend this") {
+		t.Fatalf("read-only offered an action:\n%s", scr)
+	}
+	got, err := srv.Client().Get(context.Background(), "lock:e2e:ro").Result()
+	if err != nil || got != value {
+		t.Fatalf("the lock changed under --read-only: %q, %v", got, err)
+	}
+	s.quit()
+}
+
+func TestTUIReconnectsAfterServerRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	setLock(t, srv, "lock:e2e:kept", "kept-node", "-", 60*time.Second)
+
+	s := startTUI(t, "--redis", "redis://"+srv.Addr)
+	s.waitForText("lock:e2e:kept", 30*time.Second)
+	srv.Kill()
+	scr := s.waitForText("reconnecting…", 30*time.Second)
+	if !strings.Contains(scr, "lock:e2e:kept") {
+		t.Fatalf("the table was not kept while reconnecting:\n%s", scr)
+	}
+	srv.Restart() // same port, empty: the holder writes its lock again
+	setLock(t, srv, "lock:e2e:kept", "kept-node", "-", 60*time.Second)
+	s.waitFor("recovery", 20*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "● live") && !strings.Contains(scr, "reconnecting…") && strings.Contains(scr, "lock:e2e:kept")
+	})
+	s.quit()
+}

@@ -1,0 +1,168 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// The admin flow: a dialog, then an actions call in a command, then a result that is always
+// shown (footer notice and event log), never swallowed.
+
+// openDialog opens the release or extend dialog for the selected lock, as the operator sees
+// it now: the action will compare against exactly this record's value.
+func (m *Model) openDialog(kind dialogKind) {
+	l := m.selected()
+	if l == nil {
+		m.setNotice("no lock selected", true)
+		return
+	}
+	if l.Format == scanner.FormatNotALock {
+		m.setNotice(safeText(l.Key)+" is not a lock ("+l.Type+"): lockscope never touches it", true)
+		return
+	}
+	var d confirmDialog
+	if kind == dialogRelease {
+		d = newReleaseDialog(l, m.clock(), m.st)
+	} else {
+		d = newExtendDialog(l, m.clock(), m.st)
+	}
+	m.dialog = &d
+}
+
+func (m *Model) onDialogKey(msg tea.KeyPressMsg) tea.Cmd {
+	out, cmd := m.dialog.update(msg, m.clock(), m.keys)
+	switch out {
+	case dialogCancelled:
+		m.dialog = nil
+	case dialogConfirmed:
+		d := m.dialog
+		m.dialog = nil
+		return m.startAction(d)
+	}
+	return cmd
+}
+
+// startAction runs the confirmed action in a command.
+func (m *Model) startAction(d *confirmDialog) tea.Cmd {
+	if m.admin == nil || m.readOnly {
+		m.setNotice("refused: read-only", true)
+		return nil
+	}
+	m.actionSeq++
+	m.pending++
+	if d.kind == dialogExtend {
+		ttl, _ := d.ttl()
+		m.setNotice("extending "+safeText(d.lock.Key)+"…", false)
+		return extendCmd(m.ctx, m.admin, m.actionSeq, d.lock, ttl)
+	}
+	m.setNotice("releasing "+safeText(d.lock.Key)+"…", false)
+	return releaseCmd(m.ctx, m.admin, m.actionSeq, d.lock)
+}
+
+// onActionDone reports an action's result and updates the table at once for a lock that is
+// now gone (the next scan confirms it).
+func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
+	m.pending = max(m.pending-1, 0)
+	text, bad := resultText(msg)
+	if msg.result.AuditErr != nil {
+		text += " — WARNING: audit record not written: " + msg.result.AuditErr.Error()
+		bad = true
+	}
+	m.setNotice(text, bad)
+	m.events.add(logEntry{at: m.clock(), kind: "action", text: text}) // the text names the key
+	if msg.err == nil && (msg.result.Outcome == actions.Released || msg.result.Outcome == actions.AlreadyGone) {
+		if cur := m.locks.get(msg.key); cur != nil && cur.Value == msg.seen.Value {
+			m.locks.remove(msg.key)
+			return m.requestView()
+		}
+	}
+	return nil
+}
+
+// resultText says what an action did, in one line.
+func resultText(msg actionDoneMsg) (string, bool) {
+	key := safeText(msg.key)
+	verb := "release"
+	if msg.action == actions.ActionExtend {
+		verb = "extend"
+	}
+	if msg.err != nil {
+		if errors.Is(msg.err, actions.ErrReadOnly) {
+			return verb + " refused: read-only mode", true
+		}
+		return verb + " of " + key + " failed: " + msg.err.Error(), true
+	}
+	r := msg.result
+	var text string
+	bad := false
+	switch r.Outcome {
+	case actions.Released:
+		text = "released " + key + " (was held by " + safeText(holderText(msg.seen)) + ")"
+	case actions.Extended:
+		text = "extended " + key + " to " + r.TTL.String()
+	case actions.ChangedHands:
+		text = "NOT " + verb + "d: " + key + " changed hands, now held by " + currentHolder(r.Current)
+		bad = true
+	case actions.AlreadyGone:
+		text = key + " was already gone: nothing to " + verb
+	case actions.NotALock:
+		text = key + " is not a lock (" + safeText(r.Current) + "): left untouched"
+		bad = true
+	default:
+		text = verb + " of " + key + ": " + string(r.Outcome)
+		bad = true
+	}
+	if r.Partial() {
+		failed := 0
+		for _, in := range r.Instances {
+			if in.Err != nil {
+				failed++
+			}
+		}
+		text += fmt.Sprintf(" (partial: %d of %d instances failed)", failed, len(r.Instances))
+		bad = true
+	}
+	return text, bad
+}
+
+// currentHolder names the holder of a value that replaced the one the operator saw.
+func currentHolder(value string) string {
+	if v, err := locklib.ParseValue(value); err == nil {
+		h := orDash(v.Node)
+		if v.Trace != "" {
+			h += " (trace " + v.Trace + ")"
+		}
+		return safeText(h)
+	}
+	return scanner.SafeText(value, 60)
+}
+
+// openAudit shows the audit view and loads it.
+func (m *Model) openAudit() tea.Cmd {
+	if m.admin == nil {
+		return nil
+	}
+	m.audit.open = true
+	m.audit.loading = true
+	m.audit.offset = 0
+	m.audit.loadID++
+	return loadAuditCmd(m.ctx, m.admin, m.audit.loadID)
+}
+
+func (m *Model) onAuditLoaded(msg auditLoadedMsg) {
+	if msg.id != m.audit.loadID {
+		return // a reload started since: this page is stale
+	}
+	m.audit.loading = false
+	m.audit.records = msg.records
+	m.audit.err = ""
+	if msg.err != nil {
+		m.audit.err = msg.err.Error()
+	}
+}

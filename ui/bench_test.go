@@ -1,0 +1,85 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// millionLocks is a census of n lockscope locks read at t0, with varied holders and TTLs.
+func millionLocks(n int) []scanner.Lock {
+	locks := make([]scanner.Lock, n)
+	for i := range locks {
+		node := fmt.Sprintf("api-%d", i%97)
+		acquired := t0.Add(-time.Duration(i%600) * time.Second)
+		locks[i] = scanner.Lock{
+			Key: fmt.Sprintf("lock:order:%07d", i), Format: scanner.FormatLockscope, Type: "string",
+			Node: node, Trace: fmt.Sprintf("req-%d", i%1013), AcquiredAt: acquired,
+			TTL: time.Duration(1+i%120) * time.Second, FetchedAt: t0, Fence: int64(i), HasFence: true,
+			Value: fmt.Sprintf("%s:req-%d:%d:%016x", node, i%1013, acquired.UnixMilli(), i),
+		}
+	}
+	return locks
+}
+
+// loadedModel is a 120x40 model holding n locks, its view index built.
+func loadedModel(b *testing.B, n int, q viewQuery) *Model {
+	b.Helper()
+	clk := &fakeClock{t: t0}
+	m := newModel(context.Background(), Options{Target: testTarget, Now: clk.now}, nil, nil)
+	m.Update(tea.ColorProfileMsg{Profile: colorprofile.ANSI256})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m.locks.apply(millionLocks(n), 1)
+	m.query = q
+	m.installView(buildView(m.locks.snapshot(), q, t0, m.stuckAfter), -1)
+	m.table.moveTo(n/2, m.view.rows) // somewhere in the middle
+	return m
+}
+
+// BenchmarkViewMillionLocks is one frame with 1,000,000 locks loaded (target: under 10 ms).
+func BenchmarkViewMillionLocks(b *testing.B) {
+	m := loadedModel(b, 1_000_000, viewQuery{sort: sortByTTL})
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = m.View()
+	}
+}
+
+// BenchmarkKeyPressMillionLocks is one cursor move plus the frame after it.
+func BenchmarkKeyPressMillionLocks(b *testing.B) {
+	m := loadedModel(b, 1_000_000, viewQuery{})
+	down := tea.KeyPressMsg{Code: tea.KeyDown}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Update(down)
+		_ = m.View()
+	}
+}
+
+// BenchmarkBuildViewMillionLocks is the off-loop index rebuild (filter + sort) of 1,000,000
+// locks, which runs in a command after a data or query change.
+func BenchmarkBuildViewMillionLocks(b *testing.B) {
+	locks := millionLocks(1_000_000)
+	set := newLockSet()
+	set.apply(locks, 1)
+	for _, bc := range []struct {
+		name string
+		q    viewQuery
+	}{
+		{"sort-ttl", viewQuery{sort: sortByTTL}},
+		{"filter-substring", viewQuery{filter: newMatcher("api-42"), sort: sortByKey}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = buildView(set.snapshot(), bc.q, t0, defaultStuckAfter)
+			}
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// Every piece of IO and every slow computation runs in one of these commands, never in Update.
+// A command only reads the values it was given (copies or immutable records) and reports back
+// with a message; it never touches the model.
+
+// tickInterval is the steady beat of the client-side TTL countdown.
+const tickInterval = 250 * time.Millisecond
+
+// actionTimeout bounds one release or extend (per instance the Admin has its own bound).
+const actionTimeout = 10 * time.Second
+
+// auditLimit is how many audit records the audit view loads.
+const auditLimit = 200
+
+// waitForScan blocks on the scanner's stream for its next message; Update re-issues it after
+// each one (the realtime pattern), so exactly one reader is waiting at any time.
+func waitForScan(ch <-chan scanner.Update) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		u, ok := <-ch
+		if !ok {
+			return scanClosedMsg{}
+		}
+		return scanMsg{update: u}
+	}
+}
+
+// waitForEvent blocks on the lifecycle-event stream for its next event.
+func waitForEvent(ch <-chan locklib.Event) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		ev, ok := <-ch
+		if !ok {
+			return eventsClosedMsg{}
+		}
+		return eventMsg{event: ev}
+	}
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(tickInterval, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// buildViewCmd filters and sorts a snapshot of the census off the update loop.
+func buildViewCmd(snap []*scanner.Lock, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
+	return func() tea.Msg {
+		idx := buildView(snap, q, now, stuckAfter)
+		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
+	}
+}
+
+func indexOfKey(rows []*scanner.Lock, key string) int {
+	if key == "" {
+		return -1
+	}
+	for i, l := range rows {
+		if l.Key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// releaseCmd force-releases seen.Key only if it still holds the value the operator saw.
+func releaseCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+		defer cancel()
+		expect, err := expectedValue(ctx, admin, seen)
+		if err != nil {
+			return actionDoneMsg{id: id, action: actions.ActionRelease, key: seen.Key, seen: seen, err: err}
+		}
+		res, err := admin.Release(ctx, seen.Key, expect, "force-release from lockscope tui")
+		return actionDoneMsg{id: id, action: actions.ActionRelease, key: seen.Key, seen: seen, result: res, err: err}
+	}
+}
+
+// extendCmd sets a new TTL on seen.Key only if it still holds the value the operator saw.
+func extendCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock, ttl time.Duration) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+		defer cancel()
+		expect, err := expectedValue(ctx, admin, seen)
+		if err != nil {
+			return actionDoneMsg{id: id, action: actions.ActionExtend, key: seen.Key, seen: seen, err: err}
+		}
+		res, err := admin.Extend(ctx, seen.Key, expect, ttl, "extend from lockscope tui")
+		return actionDoneMsg{id: id, action: actions.ActionExtend, key: seen.Key, seen: seen, result: res, err: err}
+	}
+}
+
+// expectedValue is the exact value an action compares against: the census's value (a hash
+// in canonical form), or, for a string the census cut at scanner.ValueCap, the whole value
+// read now when it still starts with what the operator saw. If it no longer does, the
+// census value is returned and the compare reports the change of hands truthfully. (A new
+// value that shares the first ValueCap bytes cannot be told apart: the CLI's release shows
+// the whole value when that matters.)
+func expectedValue(ctx context.Context, admin *actions.Admin, seen *scanner.Lock) (string, error) {
+	expect, err := actions.ExpectFor(*seen)
+	if !errors.Is(err, actions.ErrInexactValue) || !seen.Truncated || seen.Type != "string" {
+		return expect, err
+	}
+	held, err := admin.Peek(ctx, seen.Key)
+	if err != nil {
+		return "", err
+	}
+	if !held.Exists || !strings.HasPrefix(held.Value, seen.Value) {
+		return seen.Value, nil
+	}
+	return held.Value, nil
+}
+
+// loadAuditCmd reads the newest records of the audit trail.
+func loadAuditCmd(ctx context.Context, admin *actions.Admin, id uint64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+		defer cancel()
+		recs, err := admin.Audit(ctx, auditLimit)
+		return auditLoadedMsg{id: id, records: recs, err: err}
+	}
+}

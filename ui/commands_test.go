@@ -1,0 +1,51 @@
+package ui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/scanner"
+	"github.com/redis/go-redis/v9"
+)
+
+// The TUI releases exactly what the census showed, for the values whose displayed form is
+// not the stored one: a Redisson hash, and a string longer than scanner.ValueCap. A value
+// that changed after the census is never released.
+func TestReleaseCmdUsesExactValue(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	long := strings.Repeat("x", scanner.ValueCap+100)
+	if err := rdb.HSet(ctx, "lock:hash", "b7a1c2d4-1111-2222-3333-444455556666:1", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, "lock:long", long, 0)
+	rdb.Set(ctx, "lock:moved", long, 0)
+
+	target := scanner.Target{Mode: scanner.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
+	census, err := scanner.New(target, scanner.Options{}).Census(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lock:moved changes hands after the operator saw it.
+	rdb.Set(ctx, "lock:moved", "new-owner:"+long, 0)
+
+	admin := actions.New(target, actions.Options{Operator: "test"})
+	want := map[string]actions.Outcome{"lock:hash": actions.Released, "lock:long": actions.Released, "lock:moved": actions.ChangedHands}
+	for i := range census.Locks {
+		seen := &census.Locks[i]
+		msg := releaseCmd(ctx, admin, 1, seen)().(actionDoneMsg)
+		if msg.err != nil || msg.result.Outcome != want[seen.Key] {
+			t.Errorf("%s: outcome %q err %v, want %q", seen.Key, msg.result.Outcome, msg.err, want[seen.Key])
+		}
+	}
+	if n := rdb.Exists(ctx, "lock:hash", "lock:long").Val(); n != 0 {
+		t.Errorf("%d of the released keys still exist", n)
+	}
+	if rdb.Exists(ctx, "lock:moved").Val() != 1 {
+		t.Error("the lock that changed hands was deleted")
+	}
+}

@@ -1,0 +1,135 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// detailPane shows everything known about the selected lock: decoded fields, the raw value,
+// and for Redlock and cluster targets each instance's value and TTL and the quorum.
+type detailPane struct {
+	open bool
+}
+
+// view renders the pane's content (without border) for lock l in width x height.
+func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckAfter time.Duration, waiters map[string]int, st styles) string {
+	if l == nil {
+		return st.dim.Render("no lock selected")
+	}
+	const labelW = 10
+	var lines []string
+	add := func(name, value string) {
+		lines = append(lines, st.label.Render(cell(name, labelW))+value)
+	}
+	lines = append(lines, st.paneTitle.Render(safeText(l.Key)))
+	format := string(l.Format)
+	if l.Type != "" {
+		format += " (" + safeText(l.Type) + ")"
+	}
+	add("format", format)
+	add("holder", orDash(safeText(l.Node)))
+	add("trace", orDash(safeText(l.Trace)))
+	if !l.AcquiredAt.IsZero() {
+		acq := l.AcquiredAt.Format("2006-01-02 15:04:05.000") + " (" + formatDuration(l.Age(now)) + " ago)"
+		if isStuck(l, now, stuckAfter) {
+			acq += " " + st.stuck.Render("STUCK")
+		}
+		add("acquired", acq)
+	} else {
+		add("acquired", "-")
+	}
+	switch {
+	case l.NoExpiry:
+		add("ttl", st.noExpiry.Render("never expires")+" (no TTL: it will not free itself)")
+	default:
+		add("ttl", fmt.Sprintf("%s left (read %s at %s)", formatDuration(l.RemainingAt(now)),
+			formatDuration(l.TTL), l.FetchedAt.Format("15:04:05.000")))
+	}
+	if l.Reentry > 0 {
+		add("re-entry", strconv.Itoa(l.Reentry))
+	}
+	if l.HasFence {
+		add("fence", strconv.FormatInt(l.Fence, 10))
+	}
+	if n, ok := waitersOf(l, waiters); ok {
+		add("waiters", strconv.Itoa(n))
+	}
+	if l.Meta != "" {
+		add("meta", safeText(l.Meta))
+	}
+	for i, o := range l.Owners {
+		name := ""
+		if i == 0 {
+			name = "owners"
+		}
+		add(name, safeText(o.ID)+" ×"+strconv.Itoa(o.Count))
+	}
+	value := l.Display(0)
+	if l.Truncated {
+		value += " …(cut at " + strconv.Itoa(scanner.ValueCap) + " bytes)"
+	}
+	valueW := max(width-labelW, 8)
+	for i, part := range wrapCells(value, valueW, 4) {
+		name := ""
+		if i == 0 {
+			name = "value"
+		}
+		add(name, part)
+	}
+	if len(l.Instances) > 1 || l.Quorum != nil {
+		lines = append(lines, st.label.Render("instances"))
+		for _, in := range l.Instances {
+			lines = append(lines, "  "+instanceLine(l, in, st))
+		}
+	}
+	if q := l.Quorum; q != nil {
+		verdict := st.connOK.Render("reached")
+		if !q.Reached {
+			verdict = st.connBad.Render("NOT reached")
+		}
+		add("quorum", fmt.Sprintf("%d/%d agree, %d needed: ", q.Agree, q.Total, q.Needed)+verdict)
+	}
+	return fitBlock(strings.Join(lines, "\n"), width, height)
+}
+
+// instanceLine is one server's state of the key.
+func instanceLine(l *scanner.Lock, in scanner.Instance, st styles) string {
+	var state, ttl string
+	switch {
+	case in.Missing:
+		state = st.connBad.Render("? unreadable")
+	case !in.Present:
+		state = st.dim.Render("- absent")
+	case in.Value == l.Value:
+		state = st.connOK.Render("✓ agrees")
+	default:
+		state = st.warning.Render("≠ other holder")
+	}
+	switch {
+	case !in.Present:
+	case in.NoExpiry:
+		ttl = "never"
+	default:
+		ttl = formatDuration(in.TTL)
+	}
+	return fmt.Sprintf("%s  %s %s  %s", safeText(in.Addr), padRight(state, 14), cellRight(ttl, 6), scanner.SafeText(in.Value, 40))
+}
+
+// wrapCells cuts s into lines of width cells, at most maxLines (the last one marked when cut).
+func wrapCells(s string, width, maxLines int) []string {
+	if s == "" {
+		return []string{"-"}
+	}
+	wrapped := strings.Split(ansi.Hardwrap(s, width, true), "\n")
+	if len(wrapped) > maxLines {
+		wrapped = wrapped[:maxLines]
+		wrapped[maxLines-1] = ansi.Truncate(wrapped[maxLines-1], width-1, "") + "…"
+	}
+	return wrapped
+}

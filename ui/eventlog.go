@@ -1,0 +1,94 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockscope/lockscope/locklib"
+)
+
+// eventLogSize is how many entries the event log keeps.
+const eventLogSize = 500
+
+// logEntry is one line of the event log: a locklib lifecycle event, an operator action or a
+// scanner warning.
+type logEntry struct {
+	at   time.Time
+	kind string // locklib.EventType, "action" or "warning"
+	key  string
+	text string
+}
+
+// eventLog is the live log pane: a ring of the newest entries, drawn newest last.
+type eventLog struct {
+	open    bool
+	entries []logEntry // oldest first, at most eventLogSize
+	seen    int        // events received in total
+}
+
+func (e *eventLog) add(en logEntry) {
+	e.seen++
+	if len(e.entries) == eventLogSize {
+		copy(e.entries, e.entries[1:])
+		e.entries = e.entries[:eventLogSize-1]
+	}
+	e.entries = append(e.entries, en)
+}
+
+// entryFromEvent describes a locklib event in one line.
+func entryFromEvent(ev locklib.Event) logEntry {
+	var parts []string
+	if ev.Node != "" {
+		parts = append(parts, "node="+ev.Node)
+	}
+	if ev.Trace != "" {
+		parts = append(parts, "trace="+ev.Trace)
+	}
+	if ev.Token != 0 {
+		parts = append(parts, "fence="+strconv.FormatInt(ev.Token, 10))
+	}
+	if ev.TTLMs != 0 {
+		parts = append(parts, "ttl="+formatDuration(time.Duration(ev.TTLMs)*time.Millisecond))
+	}
+	if ev.WaitMs != 0 {
+		parts = append(parts, "waited="+formatDuration(time.Duration(ev.WaitMs)*time.Millisecond))
+	}
+	if ev.HoldMs != 0 {
+		parts = append(parts, "held="+formatDuration(time.Duration(ev.HoldMs)*time.Millisecond))
+	}
+	if ev.Waiters != 0 {
+		parts = append(parts, "waiters="+strconv.FormatInt(ev.Waiters, 10))
+	}
+	if ev.Reason != "" {
+		parts = append(parts, "reason="+ev.Reason)
+	}
+	return logEntry{at: time.UnixMilli(ev.AtMs), kind: string(ev.Type), key: ev.Key, text: strings.Join(parts, " ")}
+}
+
+// view renders the newest entries that fit in width x height (content only, no border).
+func (e eventLog) view(width, height int, st styles) string {
+	if height <= 0 {
+		return ""
+	}
+	if len(e.entries) == 0 {
+		return fitBlock(st.dim.Render("no events yet (locklib publishes on "+locklib.EventsChannel+")"), width, height)
+	}
+	start := max(len(e.entries)-height, 0)
+	lines := make([]string, 0, height)
+	for _, en := range e.entries[start:] {
+		kind := st.eventStyle(en.kind).Render(cell(en.kind, 12))
+		line := st.dim.Render(en.at.Format("15:04:05.000")) + " " + kind
+		if en.key != "" {
+			line += " " + safeText(en.key)
+		}
+		switch {
+		case en.kind == "action" || en.kind == "warning": // not dimmed: they matter
+			line += " " + safeText(en.text)
+		case en.text != "":
+			line += " " + st.dim.Render(safeText(en.text))
+		}
+		lines = append(lines, line)
+	}
+	return fitBlock(strings.Join(lines, "\n"), width, height)
+}

@@ -1,0 +1,182 @@
+package ui
+
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+// wheelStep is how many rows one wheel notch scrolls.
+const wheelStep = 3
+
+// onKey routes a key press: the open dialog, the help, the filter prompt or the audit view
+// take it first, in that order; otherwise it acts on the table.
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(msg, m.keys.ForceQuit) { // even from a dialog or the filter prompt
+		return tea.Quit
+	}
+	switch {
+	case m.dialog != nil:
+		return m.onDialogKey(msg)
+	case m.showHelp:
+		// Any key closes the help; q closes it rather than quitting.
+		m.showHelp = false
+		return nil
+	case m.filter.active:
+		return m.onFilterKey(msg)
+	case m.audit.open:
+		return m.onAuditKey(msg)
+	}
+	if m.demo != nil {
+		if cmd, handled := m.demo.Update(msg); handled {
+			return cmd
+		}
+	}
+	rows := m.view.rows
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Up):
+		m.table.moveBy(-1, rows)
+	case key.Matches(msg, k.Down):
+		m.table.moveBy(1, rows)
+	case key.Matches(msg, k.PageUp):
+		m.table.moveBy(-max(m.table.height-1, 1), rows)
+	case key.Matches(msg, k.PageDown):
+		m.table.moveBy(max(m.table.height-1, 1), rows)
+	case key.Matches(msg, k.Top):
+		m.table.moveTo(0, rows)
+	case key.Matches(msg, k.Bottom):
+		m.table.moveTo(len(rows)-1, rows)
+	case key.Matches(msg, k.Filter):
+		return m.filter.open()
+	case key.Matches(msg, k.ClearFilter):
+		switch {
+		case m.detail.open:
+			m.detail.open = false
+		case m.filter.value() != "":
+			m.filter.clear()
+			return m.setQuery(viewQuery{filter: newMatcher(""), sort: m.query.sort, desc: m.query.desc}, true)
+		}
+	case key.Matches(msg, k.SortTTL):
+		return m.sortBy(sortByTTL)
+	case key.Matches(msg, k.SortAge):
+		return m.sortBy(sortByAge)
+	case key.Matches(msg, k.SortKey):
+		return m.sortBy(sortByKey)
+	case key.Matches(msg, k.SortHol):
+		return m.sortBy(sortByHolder)
+	case key.Matches(msg, k.Detail):
+		m.detail.open = !m.detail.open
+	case key.Matches(msg, k.Events):
+		m.events.open = !m.events.open
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.Release):
+		m.openDialog(dialogRelease)
+	case key.Matches(msg, k.Extend):
+		m.openDialog(dialogExtend)
+	case key.Matches(msg, k.Audit):
+		return m.openAudit()
+	}
+	m.table.setHeight(m.layout().tableRows, m.view.rows)
+	return nil
+}
+
+// sortBy sorts by k; choosing the current column again reverses the order.
+func (m *Model) sortBy(k sortKey) tea.Cmd {
+	q := m.query
+	if q.sort == k {
+		q.desc = !q.desc
+	} else {
+		q.sort, q.desc = k, false
+	}
+	return m.setQuery(q, false)
+}
+
+func (m *Model) onFilterKey(msg tea.KeyPressMsg) tea.Cmd {
+	before := m.filter.value()
+	ev, cmd := m.filter.update(msg, m.keys)
+	if ev == filterApplied || m.filter.value() == before && ev != filterCleared {
+		return cmd
+	}
+	q := viewQuery{filter: newMatcher(m.filter.value()), sort: m.query.sort, desc: m.query.desc}
+	return tea.Batch(cmd, m.setQuery(q, true))
+}
+
+func (m *Model) onPaste(msg tea.PasteMsg) tea.Cmd {
+	switch {
+	case m.dialog != nil:
+		return m.dialog.paste(msg, m.clock())
+	case m.filter.active:
+		before := m.filter.value()
+		cmd := m.filter.paste(msg)
+		if m.filter.value() == before {
+			return cmd
+		}
+		q := viewQuery{filter: newMatcher(m.filter.value()), sort: m.query.sort, desc: m.query.desc}
+		return tea.Batch(cmd, m.setQuery(q, true))
+	}
+	return nil
+}
+
+func (m *Model) onAuditKey(msg tea.KeyPressMsg) tea.Cmd {
+	body := m.layout().bodyRows
+	switch {
+	case key.Matches(msg, m.keys.Cancel, m.keys.Audit):
+		m.audit.open = false
+	case key.Matches(msg, m.keys.Reload):
+		return m.openAudit()
+	case key.Matches(msg, m.keys.Up):
+		m.audit.scroll(-1, body-2)
+	case key.Matches(msg, m.keys.Down):
+		m.audit.scroll(1, body-2)
+	case key.Matches(msg, m.keys.PageUp):
+		m.audit.scroll(-(body - 2), body-2)
+	case key.Matches(msg, m.keys.PageDown):
+		m.audit.scroll(body-2, body-2)
+	case key.Matches(msg, m.keys.Quit):
+		return tea.Quit
+	}
+	return nil
+}
+
+// onWheel scrolls whatever is under the pointer: the audit view or the table.
+func (m *Model) onWheel(msg tea.MouseWheelMsg) {
+	step := 0
+	switch msg.Button {
+	case tea.MouseWheelUp:
+		step = -wheelStep
+	case tea.MouseWheelDown:
+		step = wheelStep
+	default:
+		return
+	}
+	if m.dialog != nil || m.showHelp {
+		return
+	}
+	if m.audit.open {
+		body := m.layout().bodyRows
+		m.audit.scroll(step, body-2)
+		return
+	}
+	m.table.scrollBy(step, m.view.rows)
+}
+
+// onClick selects the table row under the pointer.
+func (m *Model) onClick(msg tea.MouseClickMsg) {
+	if msg.Button != tea.MouseLeft || m.dialog != nil || m.showHelp || m.audit.open {
+		return
+	}
+	lay := m.layout()
+	if !lay.tableShown || msg.X >= lay.tableWidth {
+		return
+	}
+	row := msg.Y - lay.tableTop - 1 // the header takes the first line
+	if row < 0 || row >= lay.tableRows {
+		return
+	}
+	if i := m.table.offset + row; i < len(m.view.rows) {
+		m.table.moveTo(i, m.view.rows)
+	}
+}

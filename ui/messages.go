@@ -1,0 +1,57 @@
+package ui
+
+import (
+	"time"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// Messages the commands send back to the root model. Every asynchronous result carries the id
+// or generation it was started for, so a result that arrives after the state moved on is
+// recognised and dropped instead of overwriting newer state.
+
+// scanMsg is one message of the scanner's Watch stream.
+type scanMsg struct{ update scanner.Update }
+
+// scanClosedMsg says the Watch stream ended (the program is shutting down).
+type scanClosedMsg struct{}
+
+// eventMsg is one locklib lifecycle event from the events channel.
+type eventMsg struct{ event locklib.Event }
+
+// eventsClosedMsg says the event subscription ended.
+type eventsClosedMsg struct{}
+
+// tickMsg advances the live TTL countdown.
+type tickMsg time.Time
+
+// viewBuiltMsg is a filtered, sorted view index built off the update loop for query
+// generation gen. selIndex is where selKey landed in it (-1: not there).
+type viewBuiltMsg struct {
+	gen      uint64
+	index    viewIndex
+	selKey   string
+	selIndex int
+}
+
+// rebuildMsg says a spaced rebuild of the view index is due.
+type rebuildMsg struct{}
+
+// actionDoneMsg is the result of a force-release or an extend.
+type actionDoneMsg struct {
+	id     uint64
+	action actions.Action
+	key    string
+	seen   *scanner.Lock // the record the operator confirmed against
+	result actions.Result
+	err    error
+}
+
+// auditLoadedMsg is a page of the audit trail, for load id.
+type auditLoadedMsg struct {
+	id      uint64
+	records []actions.AuditRecord
+	err     error
+}

@@ -1,0 +1,353 @@
+package ui
+
+import (
+	"context"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// syncViewLimit: up to this many locks the view index is rebuilt inside Update (well under a
+// millisecond); above it, a command builds it so a million locks never stall the keyboard.
+const syncViewLimit = 10_000
+
+// rebuildGap spaces the rebuilds of a large census's view index caused by scan batches.
+const rebuildGap = time.Second
+
+// noticeFor is how long the result of an action stays in the footer.
+const noticeFor = 15 * time.Second
+
+// notice is the footer message about the last action.
+type notice struct {
+	text string
+	bad  bool
+	at   time.Time
+}
+
+// Model is the root model: it owns all state; the components are plain structs it drives.
+type Model struct {
+	ctx   context.Context // ends when the program ends: cancels the commands' IO
+	clock func() time.Time
+	now   time.Time // the time the screen shows, advanced by ticks
+
+	admin      *actions.Admin
+	readOnly   bool
+	stuckAfter time.Duration
+
+	profile colorprofile.Profile
+	isDark  bool
+	st      styles
+	keys    keyMap
+	help    help.Model
+
+	width, height int
+
+	scanCh  <-chan scanner.Update
+	eventCh <-chan locklib.Event
+
+	// The census and its cached, filtered and sorted view.
+	locks      lockSet
+	view       viewIndex
+	query      viewQuery
+	queryGen   uint64 // bumped on every filter or sort change
+	building   bool   // a view build command is in flight
+	rebuildDue bool   // a rebuild is scheduled (rebuildMsg)
+	dirty      bool   // the census or query changed since the last build started
+	syncLimit  int
+	passGen    uint64 // the newest complete scanner pass
+	waiters    map[string]int
+
+	table    lockTable
+	status   statusBar
+	filter   filterInput
+	detail   detailPane
+	events   eventLog
+	audit    auditView
+	dialog   *confirmDialog
+	showHelp bool
+	notice   notice
+	demo     *demoPane // nil unless Options.Demo is set
+
+	actionSeq uint64 // ids of admin actions
+	pending   int    // actions in flight
+}
+
+func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, eventCh <-chan locklib.Event) *Model {
+	clock := o.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	stuck := o.StuckAfter
+	if stuck <= 0 {
+		stuck = defaultStuckAfter
+	}
+	readOnly := o.ReadOnly || o.Admin == nil || o.Admin.ReadOnly()
+	m := &Model{
+		ctx:        ctx,
+		clock:      clock,
+		now:        clock(),
+		admin:      o.Admin,
+		readOnly:   readOnly,
+		stuckAfter: stuck,
+		profile:    colorprofile.TrueColor,
+		isDark:     true,
+		keys:       newKeyMap(readOnly),
+		help:       help.New(),
+		scanCh:     scanCh,
+		eventCh:    eventCh,
+		locks:      newLockSet(),
+		syncLimit:  syncViewLimit,
+		waiters:    map[string]int{},
+		status:     statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
+		events:     eventLog{open: true},
+	}
+	if o.Admin == nil {
+		m.keys.Audit.SetEnabled(false)
+	}
+	if o.Demo != nil {
+		p := newDemoPane(o.Demo)
+		m.demo = &p
+	}
+	m.setStyles()
+	m.filter = newFilterInput(m.st)
+	return m
+}
+
+// setStyles rebuilds the styles after the colour profile or background became known.
+func (m *Model) setStyles() {
+	m.st = newStyles(m.profile, m.isDark)
+	m.help.Styles = m.st.help
+	m.filter.input.SetStyles(m.st.input)
+}
+
+// Init starts the streams and the countdown.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{waitForScan(m.scanCh), waitForEvent(m.eventCh), tick(), tea.RequestBackgroundColor}
+	if m.demo != nil {
+		cmds = append(cmds, m.demo.Init())
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update routes every message; it does no IO and nothing slow (see commands.go). Afterwards
+// the table's window follows the layout, which banners, notices and panes may have changed.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	m.table.setHeight(m.layout().tableRows, m.view.rows)
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
+	if _, isKey := msg.(tea.KeyPressMsg); m.demo != nil && !isKey {
+		// The demo pane's own messages (snapshots, results of its keys).
+		if cmd, handled := m.demo.Update(msg); handled {
+			return cmd
+		}
+	}
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		return nil
+	case tea.ColorProfileMsg:
+		m.profile = msg.Profile
+		m.setStyles()
+		return nil
+	case tea.BackgroundColorMsg:
+		m.isDark = msg.IsDark()
+		m.setStyles()
+		return nil
+	case tickMsg:
+		m.now = m.clock()
+		return tick()
+	case scanMsg:
+		return tea.Batch(m.onScan(msg.update), waitForScan(m.scanCh))
+	case scanClosedMsg, eventsClosedMsg:
+		return nil
+	case eventMsg:
+		m.onEvent(msg.event)
+		return waitForEvent(m.eventCh)
+	case viewBuiltMsg:
+		return m.onViewBuilt(msg)
+	case rebuildMsg:
+		m.rebuildDue = false
+		if m.dirty {
+			return m.requestView()
+		}
+		return nil
+	case actionDoneMsg:
+		return m.onActionDone(msg)
+	case auditLoadedMsg:
+		m.onAuditLoaded(msg)
+		return nil
+	case tea.KeyPressMsg:
+		return m.onKey(msg)
+	case tea.PasteMsg:
+		return m.onPaste(msg)
+	case tea.MouseWheelMsg:
+		m.onWheel(msg)
+		return nil
+	case tea.MouseClickMsg:
+		m.onClick(msg)
+		return nil
+	}
+	return nil
+}
+
+// onScan applies one message of the scanner's stream.
+func (m *Model) onScan(u scanner.Update) tea.Cmd {
+	switch u.Kind {
+	case scanner.UpdateBatch:
+		m.markLive()
+		m.locks.apply(u.Locks, u.Gen)
+		return m.requestView()
+	case scanner.UpdatePassDone:
+		if u.Gen < m.passGen {
+			return nil // a pass older than one already complete: stale
+		}
+		m.passGen = u.Gen
+		m.markLive()
+		m.status.scanAt, m.status.scanDur, m.status.missing = u.Census.FetchedAt, u.Census.Duration, u.Census.Missing
+		for _, w := range u.Census.Warnings {
+			m.warn(w)
+		}
+		// A partial pass (a server missing) proves nothing about the keys it did not see:
+		// keep them rather than show fewer locks than there are.
+		if len(u.Census.Missing) == 0 {
+			m.locks.prune(u.Gen)
+		}
+		for k := range m.waiters {
+			if m.locks.get(k) == nil {
+				delete(m.waiters, k)
+			}
+		}
+		return m.requestView()
+	case scanner.UpdateWarning:
+		m.warn(u.Warning)
+	case scanner.UpdateRetrying:
+		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
+		m.status.connErr = errText(u.Err, u.Addr)
+	case scanner.UpdateError:
+		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
+		m.status.connErr = "scan failed: " + errText(u.Err, u.Addr)
+	}
+	return nil
+}
+
+// warn counts a scanner warning in the status bar and logs it once in the event log, where
+// the operator can read it.
+func (m *Model) warn(w string) {
+	if m.status.warn(w) {
+		m.events.add(logEntry{at: m.clock(), kind: "warning", text: w})
+	}
+}
+
+func errText(err error, addr string) string {
+	s := "unknown error"
+	if err != nil {
+		s = err.Error()
+	}
+	if addr != "" {
+		s = addr + ": " + s
+	}
+	return s
+}
+
+// markLive records that the connection works (again).
+func (m *Model) markLive() {
+	if m.status.conn == connReconnecting {
+		m.setNotice("reconnected", false)
+	}
+	m.status.conn, m.status.connErr, m.status.attempt, m.status.retryIn = connLive, "", 0, 0
+}
+
+// onEvent logs a locklib event and learns waiter counts from it.
+func (m *Model) onEvent(ev locklib.Event) {
+	m.events.add(entryFromEvent(ev))
+	switch {
+	case ev.Waiters > 0:
+		m.waiters[ev.Key] = int(ev.Waiters)
+	case ev.Type == locklib.EventReleased || ev.Type == locklib.EventLost:
+		delete(m.waiters, ev.Key)
+	}
+}
+
+// requestView asks for the view index to be rebuilt after a data or query change: inline for
+// small censuses, else by a command, one at a time (a change during a build marks the index
+// dirty and the build's completion starts the next one).
+func (m *Model) requestView() tea.Cmd {
+	if m.building || m.rebuildDue {
+		m.dirty = true
+		return nil
+	}
+	m.dirty = false
+	snap := m.locks.snapshot()
+	if len(snap) <= m.syncLimit {
+		idx := buildView(snap, m.query, m.clock(), m.stuckAfter)
+		m.installView(idx, indexOfKey(idx.rows, m.table.selKey))
+		return nil
+	}
+	m.building = true
+	return buildViewCmd(snap, m.query, m.queryGen, m.clock(), m.stuckAfter, m.table.selKey)
+}
+
+// onViewBuilt installs a finished build unless the query changed meanwhile (then it is
+// stale: dropped, and the build for the new query starts at once). Census changes that came
+// in during the build are picked up by the next build after rebuildGap, so a long scan pass
+// of a huge census does not keep a core busy sorting.
+func (m *Model) onViewBuilt(msg viewBuiltMsg) tea.Cmd {
+	m.building = false
+	if msg.gen != m.queryGen {
+		return m.requestView()
+	}
+	at := -1
+	if msg.selKey == m.table.selKey {
+		at = msg.selIndex
+	}
+	m.installView(msg.index, at)
+	if !m.dirty {
+		return nil
+	}
+	m.rebuildDue = true
+	return tea.Tick(rebuildGap, func(time.Time) tea.Msg { return rebuildMsg{} })
+}
+
+func (m *Model) installView(idx viewIndex, selAt int) {
+	m.view = idx
+	m.table.follow(selAt, m.view.rows)
+}
+
+// setQuery applies a filter or sort change.
+func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
+	m.query = q
+	m.queryGen++
+	if toTop {
+		m.table.cursor, m.table.offset, m.table.selKey = 0, 0, ""
+	}
+	m.rebuildDue = false // the user waits for this one: no spacing
+	return m.requestView()
+}
+
+// selected is the newest record of the selected lock, or nil.
+func (m *Model) selected() *scanner.Lock {
+	if m.table.selKey == "" {
+		return nil
+	}
+	if l := m.locks.get(m.table.selKey); l != nil {
+		return l
+	}
+	if m.table.cursor < len(m.view.rows) {
+		return m.view.rows[m.table.cursor]
+	}
+	return nil
+}
+
+func (m *Model) setNotice(text string, bad bool) {
+	m.notice = notice{text: text, bad: bad, at: m.clock()}
+}

@@ -1,0 +1,70 @@
+// Package ui is lockscope's terminal console: a live lock inspector and admin console in
+// Bubble Tea v2. One root model (model.go) owns the state; the components (table, detail pane,
+// status bar, filter, dialogs, event log, audit view, help) are plain structs with methods in
+// their own files; every piece of IO runs in a command (commands.go).
+package ui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// Watcher is the census stream the console shows: *scanner.Scanner.
+type Watcher interface {
+	Watch(ctx context.Context) <-chan scanner.Update
+}
+
+// Options configure the console.
+type Options struct {
+	// Target is the deployment inspected: shown in the status bar, and its clients carry the
+	// locklib event subscription.
+	Target scanner.Target
+	// Scanner delivers the census (required).
+	Scanner Watcher
+	// Admin runs force-release, extend and the audit trail. Nil disables all three.
+	Admin *actions.Admin
+	// ReadOnly hides the mutating actions and shows a badge (the Admin refuses them as well).
+	ReadOnly bool
+	// StuckAfter flags locks held longer than this; 0 means 5 minutes.
+	StuckAfter time.Duration
+	// TargetLabel adds words about the target to the status bar (the demo names its server).
+	TargetLabel string
+	// Demo, when set, adds the contention demo's pane below the table (workers, checker
+	// counters) and its keys: [ ] select a worker, p pause/resume, x crash, + add.
+	Demo DemoController
+	// NoEvents turns off the subscription to locklib's event channel.
+	NoEvents bool
+	// Now is the clock (tests freeze it); nil means time.Now.
+	Now func() time.Time
+}
+
+// defaultStuckAfter matches the CLI's --stuck-after default.
+const defaultStuckAfter = 5 * time.Minute
+
+// Run opens the console on the terminal and returns when the user quits or ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.Scanner == nil {
+		return errors.New("ui: Options.Scanner is required")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	updates := o.Scanner.Watch(ctx)
+	var events <-chan locklib.Event
+	if !o.NoEvents {
+		events = subscribeEvents(ctx, o.Target.Clients)
+	}
+	m := newModel(ctx, o, updates, events)
+	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // the caller cancelled: a normal end
+	}
+	return err
+}

@@ -1,0 +1,175 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// connState is the health of the connection as the scanner's stream reports it.
+type connState int
+
+const (
+	connConnecting   connState = iota // no pass delivered yet
+	connLive                          // the last step succeeded
+	connReconnecting                  // a step failed and is retried; the table is kept
+)
+
+// statusBar is the top line (target, connection, counts, last scan, read-only badge) and the
+// banner under it while the connection is down.
+type statusBar struct {
+	target   scanner.Target
+	label    string // extra words about the target (the demo: which server)
+	readOnly bool
+
+	conn     connState
+	connErr  string // the last connection error, while reconnecting
+	attempt  int
+	retryIn  time.Duration
+	scanAt   time.Time // when the last complete pass started
+	scanDur  time.Duration
+	missing  []string // servers the last pass could not read
+	warnings []string // distinct warnings so far, newest last
+}
+
+// maxWarnings bounds the warnings kept for display.
+const maxWarnings = 8
+
+// warn records a scanner warning and reports whether it is new.
+func (s *statusBar) warn(w string) bool {
+	for _, have := range s.warnings {
+		if have == w {
+			return false
+		}
+	}
+	s.warnings = append(s.warnings, w)
+	if len(s.warnings) > maxWarnings {
+		s.warnings = s.warnings[1:]
+	}
+	return true
+}
+
+// targetText is "standalone 10.0.0.1:6379", "cluster 10.0.0.1:7000 +2", "redlock×3 a b c".
+func (s statusBar) targetText() string {
+	addrs := s.target.Addrs
+	var where string
+	switch {
+	case len(addrs) == 0:
+		where = "?"
+	case s.target.Mode == scanner.Redlock:
+		where = strings.Join(addrs, " ")
+	case len(addrs) > 1:
+		where = addrs[0] + " +" + strconv.Itoa(len(addrs)-1)
+	default:
+		where = addrs[0]
+	}
+	mode := s.target.Mode.String()
+	if s.target.Mode == scanner.Redlock {
+		mode += "×" + strconv.Itoa(len(addrs))
+	}
+	text := mode + " " + where
+	if s.label != "" {
+		text += " (" + s.label + ")"
+	}
+	return text
+}
+
+type segment struct {
+	text     string // styled
+	priority int    // lower is dropped first
+}
+
+// view renders the status line within width.
+func (s statusBar) view(width int, counts lockCounts, shown int, filtered bool, st styles) string {
+	var conn segment
+	switch s.conn {
+	case connLive:
+		conn = segment{st.connOK.Render("● live"), 9}
+		if len(s.missing) > 0 {
+			conn = segment{st.connBad.Render("◐ partial"), 9}
+		}
+	case connReconnecting:
+		conn = segment{st.connBad.Render("✖ reconnecting…"), 9}
+	default:
+		conn = segment{st.warning.Render("◌ connecting…"), 9}
+	}
+	count := strconv.Itoa(counts.total) + " locks"
+	if filtered {
+		count = fmt.Sprintf("%d/%d locks", shown, counts.total)
+	}
+	kv := func(k, v string) string { return st.statusKey.Render(k) + st.statusVal.Render(v) }
+	segs := []segment{
+		{st.title.Render("lockscope"), 2},
+		{st.statusVal.Render(safeText(s.targetText())), 4},
+		conn,
+		{st.statusVal.Render(count), 8},
+		{kv("soon ", strconv.Itoa(counts.soon)), 6},
+		{kv("∞ ", strconv.Itoa(counts.noExpiry)), 7},
+		{kv("stuck ", strconv.Itoa(counts.stuck)), 7},
+	}
+	if !s.scanAt.IsZero() {
+		segs = append(segs, segment{kv("scan ", s.scanAt.Format("15:04:05")+" "+formatDuration(s.scanDur)), 3})
+	}
+	if len(s.warnings) > 0 {
+		segs = append(segs, segment{st.warning.Render("⚠ " + strconv.Itoa(len(s.warnings))), 5})
+	}
+	if s.readOnly {
+		segs = append(segs, segment{st.badge.Render(" READ-ONLY "), 10})
+	}
+	return fitLine(joinSegments(segs, width, st.dim.Render(" │ ")), width)
+}
+
+// joinSegments drops the lowest-priority segments until the rest fit in width.
+func joinSegments(segs []segment, width int, sep string) string {
+	keep := make([]bool, len(segs))
+	for i := range keep {
+		keep[i] = true
+	}
+	for {
+		var parts []string
+		for i, sg := range segs {
+			if keep[i] {
+				parts = append(parts, sg.text)
+			}
+		}
+		line := strings.Join(parts, sep)
+		if lipgloss.Width(line) <= width || len(parts) <= 1 {
+			return line
+		}
+		drop, lowest := -1, 1<<30
+		for i, sg := range segs {
+			if keep[i] && sg.priority < lowest {
+				drop, lowest = i, sg.priority
+			}
+		}
+		keep[drop] = false
+	}
+}
+
+// banner is the line under the status bar while the connection is down or the census is
+// partial; "" when all is well.
+func (s statusBar) banner(width int, st styles) string {
+	var text string
+	switch {
+	case s.conn == connReconnecting:
+		text = "reconnecting… "
+		if s.attempt > 0 {
+			text += "attempt " + strconv.Itoa(s.attempt)
+			if s.retryIn > 0 {
+				text += ", next in " + formatDuration(s.retryIn)
+			}
+			text += ": "
+		}
+		text += s.connErr + " — the table shows the last census"
+	case len(s.missing) > 0:
+		text = "partial census: cannot read " + strings.Join(s.missing, ", ")
+	default:
+		return ""
+	}
+	return st.banner.Render(cell(" "+safeText(text), width))
+}

@@ -1,0 +1,392 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// lockTable is the scrolling list of locks. It keeps only a cursor and a window offset: the
+// rows themselves live in the view index, and View renders only the window's rows, so the
+// frame cost does not depend on how many locks there are.
+type lockTable struct {
+	cursor int    // index of the selected row in the view index
+	offset int    // index of the first visible row
+	height int    // visible rows (without the header)
+	selKey string // key of the selected row: the selection follows the key across rebuilds
+}
+
+// rowContext is what rendering a row needs besides the lock.
+type rowContext struct {
+	now        time.Time
+	stuckAfter time.Duration
+	waiters    map[string]int // waiter counts learnt from events, by key
+	span       func(key string) time.Duration
+	st         styles
+}
+
+// setHeight sets the number of visible rows and keeps the cursor on screen.
+func (t *lockTable) setHeight(h int, rows []*scanner.Lock) {
+	t.height = max(h, 0)
+	t.clamp(rows)
+}
+
+// moveBy moves the cursor n rows (negative: up).
+func (t *lockTable) moveBy(n int, rows []*scanner.Lock) {
+	t.cursor += n
+	t.clamp(rows)
+}
+
+// moveTo puts the cursor on row i.
+func (t *lockTable) moveTo(i int, rows []*scanner.Lock) {
+	t.cursor = i
+	t.clamp(rows)
+}
+
+// scrollBy moves the window (mouse wheel), dragging the cursor along when it would leave it.
+func (t *lockTable) scrollBy(n int, rows []*scanner.Lock) {
+	t.offset = min(max(t.offset+n, 0), max(len(rows)-t.height, 0))
+	if t.cursor < t.offset {
+		t.cursor = t.offset
+	}
+	if t.height > 0 && t.cursor >= t.offset+t.height {
+		t.cursor = t.offset + t.height - 1
+	}
+	t.clamp(rows)
+}
+
+// follow re-finds the selected key after a rebuild: at index i when known, else it keeps the
+// cursor position.
+func (t *lockTable) follow(i int, rows []*scanner.Lock) {
+	if i >= 0 {
+		t.cursor = i
+	}
+	t.clamp(rows)
+}
+
+// clamp keeps cursor and window inside the rows and the cursor inside the window.
+func (t *lockTable) clamp(rows []*scanner.Lock) {
+	n := len(rows)
+	t.cursor = min(max(t.cursor, 0), max(n-1, 0))
+	if t.height > 0 {
+		if t.cursor < t.offset {
+			t.offset = t.cursor
+		}
+		if t.cursor >= t.offset+t.height {
+			t.offset = t.cursor - t.height + 1
+		}
+	}
+	t.offset = min(max(t.offset, 0), max(n-t.height, 0))
+	if n == 0 {
+		t.selKey = ""
+		return
+	}
+	t.selKey = rows[t.cursor].Key
+}
+
+// visible is the window of rows on screen.
+func (t lockTable) visible(rows []*scanner.Lock) []*scanner.Lock {
+	end := min(t.offset+t.height, len(rows))
+	if t.offset >= end {
+		return nil
+	}
+	return rows[t.offset:end]
+}
+
+// column is one table column at a given width.
+type column struct {
+	title string
+	width int
+	right bool
+}
+
+// Fixed column widths.
+const (
+	flagWidth = 2 // "!" stuck, "∞" no expiry
+	ageWidth  = 7
+	ttlWidth  = 6
+	barWidth  = 6
+	reWidth   = 3
+	minFence  = 5  // "FENCE"; wider when the visible tokens need it
+	maxFence  = 19 // any int64
+	waitWidth = 3
+	fmtWidth  = 10
+	minKey    = 8
+	minHolder = 6
+	minTrace  = 6
+)
+
+// layoutColumns decides which columns fit in width and how wide the flexible ones are,
+// from the widths of the visible rows' content. Columns are dropped from the least useful
+// (format) to the most (key, TTL) as the terminal narrows.
+type tableColumns struct {
+	key, holder, trace, fenceW          int
+	age, ttl, bar, re, fence, wait, fmt bool
+}
+
+func layoutColumns(width int, vis []*scanner.Lock) tableColumns {
+	c := tableColumns{age: true, ttl: true, bar: true, re: true, fence: true, wait: true, fmt: true}
+	wantKey, wantHolder, wantTrace := len("KEY")+1, len("HOLDER")+1, len("TRACE")
+	c.fenceW = minFence
+	for _, l := range vis {
+		wantKey = max(wantKey, len(l.Key))
+		wantHolder = max(wantHolder, len(l.Node))
+		wantTrace = max(wantTrace, len(l.Trace))
+		if l.HasFence {
+			c.fenceW = min(max(c.fenceW, len(strconv.FormatInt(l.Fence, 10))), maxFence)
+		}
+	}
+	// The key matters most: optional columns go before it is cut below keyGoal.
+	keyGoal := min(wantKey, maxKeyGoal)
+	holder, trace := min(wantHolder, minHolder), min(wantTrace, minTrace)
+	flex := func() int { return width - c.fixedWidth() }
+	for _, d := range []*bool{&c.fmt, &c.wait, &c.fence, &c.re, &c.bar} {
+		if flex()-holder-trace-2 >= keyGoal {
+			break
+		}
+		*d = false
+	}
+	showTrace, showHolder := true, true
+	if flex()-holder-trace-2 < minKey {
+		showTrace = false
+	}
+	if showTrace == false && flex()-holder-1 < minKey {
+		showHolder = false
+	}
+	if !showHolder && flex() < minKey {
+		c.age = false
+	}
+	f := max(flex(), 1)
+	switch {
+	case !showHolder:
+		c.key = f
+	case !showTrace:
+		c.holder = holder
+		c.key = f - 1 - holder
+		c.holder += c.giveBack(wantKey, wantHolder-c.holder)
+	default:
+		c.holder, c.trace = holder, trace
+		c.key = f - 2 - holder - trace
+		c.holder += c.giveBack(wantKey, wantHolder-c.holder)
+		c.trace += c.giveBack(wantKey, wantTrace-c.trace)
+	}
+	return c
+}
+
+// maxKeyGoal is the key width the layout protects before it keeps optional columns.
+const maxKeyGoal = 28
+
+// giveBack moves key width above wantKey to another column that wants up to more cells and
+// returns how many it moved.
+func (c *tableColumns) giveBack(wantKey, more int) int {
+	spare := min(c.key-wantKey, more)
+	if spare <= 0 {
+		return 0
+	}
+	c.key -= spare
+	return spare
+}
+
+// fixedWidth is the width of the fixed columns shown, separators included.
+func (c tableColumns) fixedWidth() int {
+	w := flagWidth
+	for _, on := range []struct {
+		b bool
+		w int
+	}{{c.age, ageWidth}, {c.ttl, ttlWidth}, {c.bar, barWidth}, {c.re, reWidth}, {c.fence, c.fenceW}, {c.wait, waitWidth}, {c.fmt, fmtWidth}} {
+		if on.b {
+			w += on.w + 1
+		}
+	}
+	return w
+}
+
+// header renders the column titles with the sort indicator.
+func (c tableColumns) header(sort sortKey, desc bool) string {
+	arrow := "↑"
+	if desc {
+		arrow = "↓"
+	}
+	mark := func(title string, k sortKey) string {
+		if sort == k {
+			return title + arrow
+		}
+		return title
+	}
+	var sb strings.Builder
+	sb.WriteString(strings.Repeat(" ", flagWidth))
+	sb.WriteString(cell(mark("KEY", sortByKey), c.key))
+	if c.holder > 0 {
+		sb.WriteString(" " + cell(mark("HOLDER", sortByHolder), c.holder))
+	}
+	if c.trace > 0 {
+		sb.WriteString(" " + cell("TRACE", c.trace))
+	}
+	if c.age {
+		sb.WriteString(" " + cellRight(mark("AGE", sortByAge), ageWidth))
+	}
+	if c.ttl {
+		sb.WriteString(" " + cellRight(mark("TTL", sortByTTL), ttlWidth))
+	}
+	if c.bar {
+		sb.WriteString(" " + strings.Repeat(" ", barWidth))
+	}
+	if c.re {
+		sb.WriteString(" " + cellRight("RE", reWidth))
+	}
+	if c.fence {
+		sb.WriteString(" " + cellRight("FENCE", c.fenceW))
+	}
+	if c.wait {
+		sb.WriteString(" " + cellRight("W", waitWidth))
+	}
+	if c.fmt {
+		sb.WriteString(" " + cell("FORMAT", fmtWidth))
+	}
+	return sb.String()
+}
+
+// row renders one lock. The selected row is drawn without inner colours so its highlight
+// runs unbroken across the line.
+func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string {
+	st := rc.st
+	plain := selected
+	paint := func(s string, style lipgloss.Style) string {
+		if plain {
+			return s
+		}
+		return style.Render(s)
+	}
+	stuck := isStuck(l, rc.now, rc.stuckAfter)
+	flag := [2]string{" ", " "}
+	if stuck {
+		flag[0] = paint("!", st.stuck)
+	}
+	if l.NoExpiry {
+		flag[1] = paint("∞", st.noExpiry)
+	}
+
+	var sb strings.Builder
+	sb.WriteString(flag[0] + flag[1])
+	sb.WriteString(cell(safeText(l.Key), c.key))
+	if c.holder > 0 {
+		sb.WriteString(" " + cell(orDash(safeText(l.Node)), c.holder))
+	}
+	if c.trace > 0 {
+		sb.WriteString(" " + cell(orDash(safeText(l.Trace)), c.trace))
+	}
+	if c.age {
+		age := "-"
+		if !l.AcquiredAt.IsZero() {
+			age = formatDuration(l.Age(rc.now))
+		}
+		age = cellRight(age, ageWidth)
+		if stuck {
+			age = paint(age, st.stuck)
+		}
+		sb.WriteString(" " + age)
+	}
+	remaining := l.RemainingAt(rc.now)
+	if c.ttl {
+		var ttl string
+		switch {
+		case l.NoExpiry:
+			ttl = paint(cellRight("never", ttlWidth), st.noExpiry)
+		case remaining == 0:
+			ttl = paint(cellRight("expired", ttlWidth), st.dim)
+		default:
+			ttl = cellRight(formatDuration(remaining), ttlWidth)
+		}
+		sb.WriteString(" " + ttl)
+	}
+	if c.bar {
+		sb.WriteString(" " + ttlBarCell(l, remaining, rc.span(l.Key), plain, st))
+	}
+	if c.re {
+		re := "-"
+		if l.Reentry > 0 {
+			re = strconv.Itoa(l.Reentry)
+		}
+		sb.WriteString(" " + cellRight(re, reWidth))
+	}
+	if c.fence {
+		fence := "-"
+		if l.HasFence {
+			fence = strconv.FormatInt(l.Fence, 10)
+		}
+		sb.WriteString(" " + cellRight(fence, c.fenceW))
+	}
+	if c.wait {
+		w := "-"
+		if n, ok := waitersOf(l, rc.waiters); ok {
+			w = strconv.Itoa(n)
+		}
+		sb.WriteString(" " + cellRight(w, waitWidth))
+	}
+	if c.fmt {
+		f := cell(string(l.Format), fmtWidth)
+		if l.Format == scanner.FormatNotALock || l.Format == scanner.FormatUnknown {
+			f = paint(f, st.dim)
+		}
+		sb.WriteString(" " + f)
+	}
+	line := sb.String()
+	if selected {
+		return st.selected.Render(line)
+	}
+	return line
+}
+
+// ttlBarCell is the TTL bar: the fraction of the lock's TTL left, against the longest TTL seen
+// for its holder (see lockSet.span).
+func ttlBarCell(l *scanner.Lock, remaining, span time.Duration, plain bool, st styles) string {
+	switch {
+	case l.NoExpiry:
+		if plain {
+			return strings.Repeat("∞", barWidth)
+		}
+		return st.noExpiry.Render(strings.Repeat("∞", barWidth))
+	case span <= 0:
+		return strings.Repeat(" ", barWidth)
+	}
+	frac := float64(remaining) / float64(span)
+	if plain {
+		filled, rest := barGlyphs(frac, barWidth)
+		return filled + rest
+	}
+	return st.ttlBar(frac, barWidth)
+}
+
+// waitersOf is the lock's waiter count: the scanner's when it could read the queue, else the
+// newest count an event reported.
+func waitersOf(l *scanner.Lock, fromEvents map[string]int) (int, bool) {
+	if l.HasWaiters {
+		return l.Waiters, true
+	}
+	n, ok := fromEvents[l.Key]
+	return n, ok
+}
+
+// view renders the header and the visible rows, looking each row's newest record up by key
+// (the index may be a rebuild behind the census).
+func (t lockTable) view(rows []*scanner.Lock, latest func(string) *scanner.Lock, width int, q viewQuery, rc rowContext) string {
+	vis := t.visible(rows)
+	fresh := make([]*scanner.Lock, len(vis))
+	for i, l := range vis {
+		if n := latest(l.Key); n != nil {
+			l = n
+		}
+		fresh[i] = l
+	}
+	cols := layoutColumns(width, fresh)
+	lines := make([]string, 0, t.height+1)
+	lines = append(lines, rc.st.header.Render(fitLine(cols.header(q.sort, q.desc), width)))
+	for i, l := range fresh {
+		lines = append(lines, fitLine(cols.row(l, t.offset+i == t.cursor, rc), width))
+	}
+	return strings.Join(lines, "\n")
+}

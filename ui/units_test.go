@@ -1,0 +1,169 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"lock:*", "lock:order:1", true},
+		{"lock:*", "fence:{lock:a}", false},
+		{"lock:*:7", "lock:cart:7", true},
+		{"lock:*:7", "lock:cart:77", false},
+		{"lock:?", "lock:a", true},
+		{"lock:?", "lock:ab", false},
+		{"lock:[abc]", "lock:b", true},
+		{"lock:[^abc]", "lock:b", false},
+		{"lock:[a-c]x", "lock:bx", true},
+		{"lock:[a-c]x", "lock:dx", false},
+		{`lock:\*`, "lock:*", true},
+		{`lock:\*`, "lock:a", false},
+		{"lock:[", "lock:[", true}, // an unterminated class is literal
+		{"**a**", "bab", true},
+		{"", "", true},
+		{"", "x", false},
+	}
+	for _, c := range cases {
+		if got := globMatch(c.pattern, c.s); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", c.pattern, c.s, got, c.want)
+		}
+	}
+}
+
+func TestMatcherSubstringIsCaseInsensitive(t *testing.T) {
+	m := newMatcher("Order")
+	if !m.match("lock:ORDER:1", "", "") || !m.match("x", "order-svc", "") || !m.match("x", "", "my-order") {
+		t.Fatal("case-insensitive substring on key, node and trace")
+	}
+	if m.match("lock:cart", "api", "req") {
+		t.Fatal("matched unrelated text")
+	}
+	if !newMatcher("é").match("lock:café", "", "") {
+		t.Fatal("non-ASCII substring")
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		-time.Second:                     "0ms",
+		950 * time.Millisecond:           "950ms",
+		4290 * time.Millisecond:          "4.2s",
+		37 * time.Second:                 "37s",
+		12*time.Minute + 5*time.Second:   "12m05s",
+		3*time.Hour + 7*time.Minute:      "3h07m",
+		5*24*time.Hour + 2*time.Hour + 1: "5d02h",
+	}
+	for d, want := range cases {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestBarGlyphs(t *testing.T) {
+	cases := []struct {
+		frac float64
+		want string
+	}{
+		{1, "██████"}, {0, "░░░░░░"}, {0.5, "███░░░"}, {1.5, "██████"}, {-1, "░░░░░░"},
+		{0.5 + 1.0/48, "███▏░░"},
+	}
+	for _, c := range cases {
+		filled, rest := barGlyphs(c.frac, 6)
+		if filled+rest != c.want {
+			t.Errorf("barGlyphs(%v) = %q, want %q", c.frac, filled+rest, c.want)
+		}
+	}
+}
+
+func TestLockSetApplyRemovePrune(t *testing.T) {
+	s := newLockSet()
+	s.apply([]scanner.Lock{{Key: "a", Value: "1", TTL: 10 * time.Second}, {Key: "b"}, {Key: "c"}}, 1)
+	s.apply([]scanner.Lock{{Key: "a", Value: "1", TTL: 4 * time.Second}, {Key: "c"}}, 2)
+	if s.span("a") != 10*time.Second {
+		t.Fatalf("span of a re-read lock: %v", s.span("a"))
+	}
+	if n := s.prune(2); n != 1 || s.get("b") != nil || s.len() != 2 {
+		t.Fatalf("prune dropped %d, len %d", n, s.len())
+	}
+	s.apply([]scanner.Lock{{Key: "a", Value: "2", TTL: 3 * time.Second}}, 3)
+	if s.span("a") != 3*time.Second {
+		t.Fatalf("a new holder keeps the old span: %v", s.span("a"))
+	}
+	s.remove("a")
+	if s.get("a") != nil || s.get("c") == nil || s.len() != 1 || s.span("c") != 0 {
+		t.Fatal("remove broke the set")
+	}
+	for k, i := range s.pos {
+		if s.locks[i].Key != k {
+			t.Fatalf("position map out of sync at %s", k)
+		}
+	}
+}
+
+func TestSafeRenderingOfHostileValues(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	evil := scanner.Lock{
+		Key: "lock:\x1b[2Jevil", Format: scanner.FormatOpaque, Node: "n\x1b]0;pwned\x07", Value: "\x1b[31mred\r\n",
+		TTL: time.Minute, FetchedAt: t0,
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{evil}})
+	selectKey(t, m, evil.Key)
+	typeKeys(m, "enter")
+	out := m.View().Content
+	if strings.Contains(out, "\x1b[2J") || strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\x07") {
+		t.Fatal("a value's escape sequence reached the terminal")
+	}
+	mustContain(t, ansi.Strip(out), `lock:\x1b[2Jevil`)
+}
+
+func TestEntryFromEvent(t *testing.T) {
+	e := entryFromEvent(locklib.Event{Type: locklib.EventLost, Key: "lock:a", Node: "n1", Trace: "t", Token: 9,
+		HoldMs: 1500, Reason: "renewal refused", AtMs: t0.UnixMilli()})
+	if e.kind != "lost" || e.key != "lock:a" || !e.at.Equal(t0) {
+		t.Fatalf("entry %+v", e)
+	}
+	for _, want := range []string{"node=n1", "trace=t", "fence=9", "held=1.5s", "reason=renewal refused"} {
+		mustContain(t, e.text, want)
+	}
+}
+
+func TestRecentSetDropsDuplicates(t *testing.T) {
+	r := newRecentSet(2)
+	if !r.add("a") || r.add("a") || !r.add("b") || !r.add("c") {
+		t.Fatal("dedup within the window")
+	}
+	if !r.add("a") { // evicted by b, c
+		t.Fatal("an evicted entry is new again")
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add(`{"type":"acquired","key":"lock:a","node":"n1","token":7,"at_ms":1}`)
+	f.Add(`{"type":"x"}`)
+	f.Add("not json")
+	f.Fuzz(func(t *testing.T, payload string) {
+		ev, err := decodeEvent(payload)
+		if err != nil {
+			return
+		}
+		if ev.Type == "" || ev.Key == "" {
+			t.Fatalf("accepted an event without type or key: %+v", ev)
+		}
+		// Whatever the event holds, its log line renders without panicking or escapes.
+		line := eventLog{entries: []logEntry{entryFromEvent(ev)}}.view(80, 1, monoStyles())
+		if strings.ContainsRune(line, 0x1b) { // mono styles emit no escapes of their own
+			t.Fatalf("raw escape in %q", line)
+		}
+	})
+}
