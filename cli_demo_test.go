@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The headless demo on its embedded server: JSON with the documented top-level fields, exit 0.
+// $REDIS_URL points at nothing: the demo must not use it.
+func TestDemoHeadlessJSON(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, cliOpts{env: []string{envRedisURL + "=redis://127.0.0.1:1"}},
+		"demo", "--headless", "--duration", "3s", "--ttl", "1s", "--json")
+	expectExit(t, r, 0)
+	objs := jsonLines(t, compactJSON(t, r.stdout))
+	if len(objs) != 1 {
+		t.Fatalf("%d JSON objects, want 1\n%s", len(objs), r)
+	}
+	s := objs[0]
+	for _, field := range []string{"sections", "overlaps", "stale_rejected", "expired_after_crash", "wait_p50_ms", "wait_p99_ms"} {
+		if _, ok := s[field].(float64); !ok {
+			t.Errorf("field %s: %#v, want a number", field, s[field])
+		}
+	}
+	if s["sections"].(float64) < 1 || s["overlaps"].(float64) != 0 {
+		t.Errorf("sections %v overlaps %v", s["sections"], s["overlaps"])
+	}
+	if server, _ := s["server"].(string); !strings.Contains(server, "embedded miniredis 127.0.0.1:") {
+		t.Errorf("server %q, want the embedded one", server)
+	}
+	if phases, _ := s["scenarios"].([]any); len(phases) < 4 {
+		t.Errorf("mixed run with %d scenarios, want healthy, slow, crash and pause", len(phases))
+	}
+}
+
+// compactJSON turns the indented summary into one line, for jsonLines.
+func compactJSON(t *testing.T, out string) string {
+	t.Helper()
+	return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " ")), " ")
+}
+
+func TestDemoRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"demo", "--headless", "--scenario", "failover"}, // single instance: no quorum to keep
+		{"demo", "--headless", "--scenario", "nosuch"},
+		{"demo", "--json"},
+		{"demo", "--headless", "--workers", "0"},
+	} {
+		r := runCLI(t, cliOpts{}, args...)
+		expectExit(t, r, exitUsage)
+		if r.stderr == "" || strings.Contains(r.stderr, "goroutine") {
+			t.Errorf("%v: stderr %q, want one clear line", args, r.stderr)
+		}
+	}
+}
+
+// `lockscope demo` in a real terminal (tmux): the console opens on the embedded server within
+// seconds with workers fighting over lock:demo:* (holders change), and the demo pane's worker
+// rows change state; x crashes the selected worker.
+func TestDemoTUIInTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not on PATH (apt-get install tmux)")
+	}
+	bin := cliBinary(t)
+	sock := fmt.Sprintf("lockscope-demo-test-%d", os.Getpid())
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = tmux("kill-server") })
+	// The tmux server's environment, not ours, reaches the command: set it explicitly.
+	command := fmt.Sprintf("env -u %s -u %s TERM=xterm-256color %s demo --ttl 1s", envRedisURL, envPassword, bin)
+	if out, err := tmux("new-session", "-d", "-s", "demo", "-x", "120", "-y", "40", command); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	capture := func() string {
+		out, _ := tmux("capture-pane", "-p", "-t", "demo")
+		return out
+	}
+
+	holderRow := regexp.MustCompile(`(lock:demo:\w+)\s+(demo-w\d+)`)
+	holders := map[string]map[string]bool{}
+	fighting := func(screen string) bool {
+		for _, m := range holderRow.FindAllStringSubmatch(screen, -1) {
+			if holders[m[1]] == nil {
+				holders[m[1]] = map[string]bool{}
+			}
+			holders[m[1]][m[2]] = true
+			if len(holders[m[1]]) >= 2 {
+				return true
+			}
+		}
+		return false
+	}
+	screen := waitScreen(t, capture, 20*time.Second, fighting)
+	if !fighting(screen) {
+		t.Fatalf("no lock:demo:* key changed holder within 20s; holders seen %v; screen:\n%s", holders, screen)
+	}
+
+	if screen := capture(); !strings.Contains(screen, "WORKER") {
+		t.Fatalf("no demo pane (ui.Options.Demo) on the console:\n%s", screen)
+	}
+	workerRow := regexp.MustCompile(`(demo-w\d+)\s+(waiting|holding|working|paused|crashed)\s`)
+	states := map[string]map[string]bool{}
+	changed := func(screen string) bool {
+		for _, m := range workerRow.FindAllStringSubmatch(screen, -1) {
+			if states[m[1]] == nil {
+				states[m[1]] = map[string]bool{}
+			}
+			states[m[1]][m[2]] = true
+			if len(states[m[1]]) >= 2 {
+				return true
+			}
+		}
+		return false
+	}
+	if screen := waitScreen(t, capture, 10*time.Second, changed); !changed(screen) {
+		t.Fatalf("no worker row changed state within 10s: %v\n%s", states, screen)
+	}
+	if out, err := tmux("send-keys", "-t", "demo", "x"); err != nil { // crash the selected worker (demo-w1)
+		t.Fatalf("send-keys: %v %s", err, out)
+	}
+	crashed := regexp.MustCompile(`demo-w1\s+crashed`)
+	if screen := waitScreen(t, capture, 5*time.Second, crashed.MatchString); !crashed.MatchString(screen) {
+		t.Fatalf("demo-w1 not shown crashed after x:\n%s", screen)
+	}
+	_, _ = tmux("send-keys", "-t", "demo", "q")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := tmux("has-session", "-t", "demo"); err != nil {
+			return // the demo quit and its session closed
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the demo did not quit on q:\n%s", capture())
+}
+
+// waitScreen polls the screen until ok holds or timeout passes, and returns the last screen.
+func waitScreen(t *testing.T, capture func() string, timeout time.Duration, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	screen := capture()
+	for !ok(screen) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		screen = capture()
+	}
+	return screen
+}

@@ -1,0 +1,238 @@
+package demo
+
+import (
+	"sync"
+	"time"
+)
+
+// Protection is how the protected resource tells the current lock holder from a stale one.
+type Protection int
+
+const (
+	// FencingTokens: every write carries the lock's fencing token; a write whose token is
+	// lower than the highest the resource has accepted is refused (Kleppmann's fence).
+	FencingTokens Protection = iota
+	// OwnerCompare: a critical section first claims the resource with its lock's unique value;
+	// later writes are accepted only while the claim is still its own (compare-and-set on the
+	// owner value, antirez's answer for Redlock, whose locks carry no safe fencing token).
+	OwnerCompare
+)
+
+func (p Protection) String() string {
+	if p == OwnerCompare {
+		return "owner-compare"
+	}
+	return "fencing-tokens"
+}
+
+// Counters are the checker's figures: the demo's proof (overlaps, stale_rejected) and its
+// measurements.
+type Counters struct {
+	Sections          int64 `json:"sections"`            // critical sections entered
+	Handoffs          int64 `json:"handoffs"`            // a resource's lock passed to another worker
+	Overlaps          int64 `json:"overlaps"`            // sections whose accepted writes interleaved: unsafe
+	StaleRejected     int64 `json:"stale_rejected"`      // late writes the resource refused
+	ExpiredAfterCrash int64 `json:"expired_after_crash"` // a crashed holder's lock expired and was taken over
+	LostSections      int64 `json:"lost_sections"`       // sections given up because the lock was lost first
+	ObtainErrors      int64 `json:"obtain_errors"`       // Obtain calls that failed or timed out
+	Crashes           int64 `json:"crashes"`             // workers crashed (by the scenario or by hand)
+	Pauses            int64 `json:"pauses"`              // workers frozen
+	Failovers         int64 `json:"failovers"`           // instances stopped and restarted empty
+}
+
+func (c *Counters) add(o Counters) {
+	c.Sections += o.Sections
+	c.Handoffs += o.Handoffs
+	c.Overlaps += o.Overlaps
+	c.StaleRejected += o.StaleRejected
+	c.ExpiredAfterCrash += o.ExpiredAfterCrash
+	c.LostSections += o.LostSections
+	c.ObtainErrors += o.ObtainErrors
+	c.Crashes += o.Crashes
+	c.Pauses += o.Pauses
+	c.Failovers += o.Failovers
+}
+
+// section is one critical section: from Obtain returning to Release.
+type section struct {
+	id       uint64
+	resource string
+	worker   int
+	token    int64  // fencing token (FencingTokens)
+	owner    string // the lock's value (OwnerCompare)
+	phase    Scenario
+
+	superseded bool // another section's write was accepted after this one's last accepted write
+	overlapped bool // counted as an overlap already
+}
+
+// resourceState is the protected resource itself: what it accepted, and what the checker
+// needs to judge the next write.
+type resourceState struct {
+	highest    int64    // highest fencing token accepted
+	claim      string   // OwnerCompare: owner value of the last claim
+	lastWriter *section // the section of the last accepted write
+	lastHolder int      // worker of the last section entered, for hand-offs
+	accepted   int64    // writes accepted
+	crashed    *crashRecord
+}
+
+// crashRecord is a holder that crashed: its lock must expire before anyone else gets in.
+type crashRecord struct {
+	phase Scenario // the phase the crash happened in
+}
+
+// phaseStats is what one phase of the run measured.
+type phaseStats struct {
+	counters Counters
+	wait     histogram
+}
+
+// checker is the protected resources and the judge of every write to them. Safe for
+// concurrent use; everything it counts is per phase and in total.
+type checker struct {
+	protection Protection
+
+	mu        sync.Mutex
+	nextID    uint64
+	resources map[string]*resourceState
+	phases    map[Scenario]*phaseStats
+	total     phaseStats
+}
+
+func newChecker(p Protection) *checker {
+	return &checker{protection: p, resources: map[string]*resourceState{}, phases: map[Scenario]*phaseStats{}}
+}
+
+func (c *checker) resource(name string) *resourceState {
+	rs := c.resources[name]
+	if rs == nil {
+		rs = &resourceState{}
+		c.resources[name] = rs
+	}
+	return rs
+}
+
+// count applies f to the counters of phase and of the whole run. Call with c.mu held.
+func (c *checker) count(phase Scenario, f func(*Counters)) {
+	ps := c.phases[phase]
+	if ps == nil {
+		ps = &phaseStats{}
+		c.phases[phase] = ps
+	}
+	f(&ps.counters)
+	f(&c.total.counters)
+}
+
+// open records a worker entering a critical section on resource after waiting wait.
+func (c *checker) open(resource string, worker int, token int64, owner string, phase Scenario, wait time.Duration) *section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	s := &section{id: c.nextID, resource: resource, worker: worker, token: token, owner: owner, phase: phase}
+	rs := c.resource(resource)
+	handoff := rs.lastHolder != 0 && rs.lastHolder != worker
+	rs.lastHolder = worker
+	c.count(phase, func(k *Counters) {
+		k.Sections++
+		if handoff {
+			k.Handoffs++
+		}
+	})
+	if ps := c.phases[phase]; ps != nil {
+		ps.wait.record(wait)
+	}
+	c.total.wait.record(wait)
+	if cr := rs.crashed; cr != nil {
+		// The crashed holder never released: this section could only start once its lock expired.
+		rs.crashed = nil
+		c.count(cr.phase, func(k *Counters) { k.ExpiredAfterCrash++ })
+	}
+	return s
+}
+
+// claim is a section's first write. Under OwnerCompare it makes the section the resource's
+// owner; under FencingTokens it is an ordinary write.
+func (c *checker) claim(s *section) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rs := c.resource(s.resource)
+	if c.protection == OwnerCompare {
+		rs.claim = s.owner
+	}
+	return c.writeLocked(rs, s)
+}
+
+// write is a later write of section s: accepted or refused as stale.
+func (c *checker) write(s *section) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeLocked(c.resource(s.resource), s)
+}
+
+func (c *checker) writeLocked(rs *resourceState, s *section) bool {
+	stale := false
+	switch c.protection {
+	case FencingTokens:
+		stale = s.token < rs.highest
+	case OwnerCompare:
+		stale = rs.claim != s.owner
+	}
+	if stale {
+		c.count(s.phase, func(k *Counters) { k.StaleRejected++ })
+		return false
+	}
+	rs.highest = max(rs.highest, s.token)
+	rs.accepted++
+	if rs.lastWriter != nil && rs.lastWriter != s {
+		rs.lastWriter.superseded = true
+	}
+	if s.superseded && !s.overlapped {
+		// s wrote, another section wrote, and now s writes again, all accepted: the two
+		// critical sections interleaved on this resource. Mutual exclusion failed.
+		s.overlapped = true
+		c.count(s.phase, func(k *Counters) { k.Overlaps++ })
+	}
+	rs.lastWriter = s
+	return true
+}
+
+// overtaken reports whether a later section has written to s's resource: the lock of s went
+// to someone else, who already acted as its holder.
+func (c *checker) overtaken(s *section) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := c.resource(s.resource).lastWriter
+	return last != nil && last.id > s.id
+}
+
+// crashed records that the holder of s crashed without releasing, during phase.
+func (c *checker) crashed(s *section, phase Scenario) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.resource(s.resource).crashed = &crashRecord{phase: phase}
+}
+
+// note counts an event that is not a write (faults, lost sections, obtain errors).
+func (c *checker) note(phase Scenario, f func(*Counters)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count(phase, f)
+}
+
+// totals is the whole run's counters and wait histogram.
+func (c *checker) totals() (Counters, histogram) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total.counters, c.total.wait
+}
+
+// phase is one phase's counters and wait histogram (zero when the phase has not run).
+func (c *checker) phase(p Scenario) (Counters, histogram) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ps := c.phases[p]; ps != nil {
+		return ps.counters, ps.wait
+	}
+	return Counters{}, histogram{}
+}

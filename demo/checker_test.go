@@ -1,0 +1,132 @@
+package demo
+
+import (
+	"testing"
+	"time"
+)
+
+// The proof must be able to fail: two sections with the same token (a lock service that
+// handed the lock to both) whose writes interleave, all accepted, are one overlap.
+func TestCheckerCountsInterleavedAcceptedWrites(t *testing.T) {
+	c := newChecker(FencingTokens)
+	a := c.open("lock:demo:x", 1, 7, "va", Healthy, time.Millisecond)
+	b := c.open("lock:demo:x", 2, 7, "vb", Healthy, time.Millisecond)
+	for i, w := range []struct {
+		s     *section
+		claim bool
+	}{{a, true}, {b, true}, {a, false}} {
+		var ok bool
+		if w.claim {
+			ok = c.claim(w.s)
+		} else {
+			ok = c.write(w.s)
+		}
+		if !ok {
+			t.Fatalf("write %d refused; this test needs every write accepted", i)
+		}
+	}
+	k, _ := c.totals()
+	if k.Overlaps != 1 || k.StaleRejected != 0 || k.Sections != 2 || k.Handoffs != 1 {
+		t.Fatalf("counters %+v, want 1 overlap, 0 stale, 2 sections, 1 hand-off", k)
+	}
+	// More writes of the same pair do not count the same section twice.
+	c.write(b)
+	c.write(a)
+	if k, _ := c.totals(); k.Overlaps != 2 {
+		t.Fatalf("overlaps %d after b and a wrote again, want 2 (each section counted once)", k.Overlaps)
+	}
+}
+
+// A late writer with a lower token is refused: stale, not an overlap.
+func TestCheckerFenceRefusesStaleToken(t *testing.T) {
+	c := newChecker(FencingTokens)
+	a := c.open("lock:demo:x", 1, 7, "va", Pause, 0)
+	b := c.open("lock:demo:x", 2, 8, "vb", Pause, 0)
+	if !c.claim(a) || !c.claim(b) {
+		t.Fatal("first writes refused")
+	}
+	if c.write(a) {
+		t.Fatal("write with token 7 accepted after token 8")
+	}
+	if !c.write(b) {
+		t.Fatal("the current holder's write was refused")
+	}
+	k, _ := c.totals()
+	if k.StaleRejected != 1 || k.Overlaps != 0 {
+		t.Fatalf("counters %+v, want 1 stale, 0 overlaps", k)
+	}
+	if pk, _ := c.phase(Pause); pk.StaleRejected != 1 {
+		t.Fatalf("pause phase counters %+v", pk)
+	}
+}
+
+// Owner compare (Redlock): a newer claim makes the older owner's writes stale.
+func TestCheckerOwnerCompare(t *testing.T) {
+	c := newChecker(OwnerCompare)
+	a := c.open("lock:demo:x", 1, 0, "va", Pause, 0)
+	b := c.open("lock:demo:x", 2, 0, "vb", Pause, 0)
+	c.claim(a)
+	c.claim(b)
+	if c.write(a) {
+		t.Fatal("old owner's write accepted after a newer claim")
+	}
+	if !c.write(b) {
+		t.Fatal("current owner's write refused")
+	}
+	if k, _ := c.totals(); k.StaleRejected != 1 || k.Overlaps != 0 {
+		t.Fatalf("counters %+v", k)
+	}
+}
+
+// A crashed holder's resource, entered by another worker, counts one expiry, in the crash's phase.
+func TestCheckerExpiredAfterCrash(t *testing.T) {
+	c := newChecker(FencingTokens)
+	a := c.open("lock:demo:x", 1, 1, "va", Healthy, 0)
+	c.crashed(a, Crash)                           // entered in one phase, crashed in the next
+	c.open("lock:demo:y", 2, 1, "vb", Healthy, 0) // another resource: not a take-over
+	if k, _ := c.totals(); k.ExpiredAfterCrash != 0 {
+		t.Fatalf("expired counted on another resource: %+v", k)
+	}
+	c.open("lock:demo:x", 3, 2, "vc", Healthy, 0)
+	c.open("lock:demo:x", 2, 3, "vd", Healthy, 0)
+	if k, _ := c.phase(Crash); k.ExpiredAfterCrash != 1 {
+		t.Fatalf("crash phase %+v, want 1 expiry", k)
+	}
+	if k, _ := c.totals(); k.ExpiredAfterCrash != 1 {
+		t.Fatalf("total %+v, want 1 expiry", k)
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h histogram
+	if h.quantile(0.5) != 0 {
+		t.Fatal("empty histogram has a median")
+	}
+	for i := 1; i <= 100; i++ {
+		h.record(time.Duration(i) * time.Millisecond)
+	}
+	check := func(q float64, want time.Duration) {
+		got := h.quantile(q)
+		if got < want || float64(got) > float64(want)*1.05+1 {
+			t.Errorf("q%.2f = %v, want %v (+5%%)", q, got, want)
+		}
+	}
+	check(0.50, 50*time.Millisecond)
+	check(0.99, 99*time.Millisecond)
+	check(1, 100*time.Millisecond)
+	h.record(100 * time.Hour) // beyond the last bucket: the maximum is still exact
+	if got := h.quantile(1); got != 100*time.Hour {
+		t.Fatalf("max %v", got)
+	}
+}
+
+func TestPhaseDurations(t *testing.T) {
+	c := &Controller{phases: []Scenario{Healthy, Slow, Crash}, cfg: Config{PhaseLength: time.Second}}
+	got := c.phaseDurations(4500 * time.Millisecond)
+	want := map[Scenario]time.Duration{Healthy: 2 * time.Second, Slow: 1500 * time.Millisecond, Crash: time.Second}
+	for p, d := range want {
+		if got[p] != d {
+			t.Errorf("%s: %v, want %v", p, got[p], d)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package demo
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrBadConfig is wrapped by every error about a Config the demo cannot run.
+var ErrBadConfig = errors.New("demo: bad configuration")
+
+// Config describes one demo run.
+type Config struct {
+	Target    Target        // where the locks live (StartEmbedded, or the user's servers)
+	Scenario  Scenario      // default Mixed
+	Workers   int           // contending workers at start; default 8
+	Resources int           // protected resources, one lock key each; default 3
+	TTL       time.Duration // lock TTL; default 2s. Work and fault timings scale with it
+	Duration  time.Duration // run length; 0 runs until Stop (interactive)
+	// PhaseLength is how long each phase of a mixed run lasts; default Duration split evenly
+	// between the phases, or 8 TTLs when the run has no Duration.
+	PhaseLength time.Duration
+	Seed        uint64 // random seed; 0 picks one
+}
+
+// Defaults and bounds of a Config.
+const (
+	DefaultWorkers   = 8
+	DefaultResources = 3
+	DefaultTTL       = 2 * time.Second
+	MaxWorkers       = 64
+	MaxResources     = 32
+	minTTL           = 200 * time.Millisecond
+)
+
+// failoverMinInstances: with fewer, one instance down leaves no quorum at all.
+const failoverMinInstances = 3
+
+// withDefaults fills the zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.Scenario == "" {
+		c.Scenario = Mixed
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Resources == 0 {
+		c.Resources = DefaultResources
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	switch {
+	case len(c.Target.Addrs) == 0 || c.Target.Dial == nil:
+		return c, fmt.Errorf("%w: no target", ErrBadConfig)
+	case c.Workers < 1 || c.Workers > MaxWorkers:
+		return c, fmt.Errorf("%w: --workers %d (want 1..%d)", ErrBadConfig, c.Workers, MaxWorkers)
+	case c.Resources < 1 || c.Resources > MaxResources:
+		return c, fmt.Errorf("%w: --resources %d (want 1..%d)", ErrBadConfig, c.Resources, MaxResources)
+	case c.TTL < minTTL:
+		return c, fmt.Errorf("%w: --ttl %v is too short (at least %v)", ErrBadConfig, c.TTL, minTTL)
+	case c.Duration < 0:
+		return c, fmt.Errorf("%w: --duration %v", ErrBadConfig, c.Duration)
+	}
+	if _, err := ParseScenario(string(c.Scenario)); err != nil {
+		return c, err
+	}
+	if c.Scenario == Failover && !c.failoverPossible() {
+		return c, fmt.Errorf("%w: the failover scenario needs a Redlock target of at least %d instances "+
+			"(--redlock 3, or three --redis URLs): with one server, or fewer instances, losing one leaves no quorum",
+			ErrBadConfig, failoverMinInstances)
+	}
+	if c.PhaseLength == 0 {
+		n := len(phasesFor(c.Scenario, c.failoverPossible()))
+		if c.Duration > 0 {
+			c.PhaseLength = c.Duration / time.Duration(n)
+		} else {
+			c.PhaseLength = 8 * c.TTL
+		}
+	}
+	return c, nil
+}
+
+func (c Config) failoverPossible() bool {
+	return c.Target.Redlock && len(c.Target.Addrs) >= failoverMinInstances
+}

@@ -1,0 +1,171 @@
+package demo
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Embedded is N in-process Redis-compatible servers (miniredis) on loopback ports, so the demo
+// runs on a machine without Redis and never writes into anybody's Redis unasked. The scanner
+// and the TUI read them over TCP like any Redis.
+//
+// miniredis does not expire keys by wall-clock time: TTLs only move when FastForward is called.
+// Embedded advances every server's clock by the real elapsed time every clockTick, so keys
+// expire at most one tick late, never early (early would hand a lock to two holders).
+type Embedded struct {
+	addrs []string
+
+	mu      sync.Mutex
+	servers []*miniredis.Miniredis // nil while an instance is stopped (failover)
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+const clockTick = 50 * time.Millisecond
+
+// StartEmbedded starts n servers on free loopback ports and their clock.
+func StartEmbedded(n int) (*Embedded, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d embedded servers", ErrBadConfig, n)
+	}
+	e := &Embedded{servers: make([]*miniredis.Miniredis, n), stop: make(chan struct{}), done: make(chan struct{})}
+	for i := range e.servers {
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			e.closeServers()
+			return nil, fmt.Errorf("demo: start embedded server: %w", err)
+		}
+		e.servers[i] = m
+		e.addrs = append(e.addrs, m.Addr())
+	}
+	go e.advanceClock()
+	return e, nil
+}
+
+func (e *Embedded) advanceClock() {
+	defer close(e.done)
+	t := time.NewTicker(clockTick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		elapsed := now.Sub(last)
+		last = now
+		e.mu.Lock()
+		for _, m := range e.servers {
+			if m != nil {
+				m.FastForward(elapsed)
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Addrs are the servers' addresses (host:port), fixed for the servers' lifetime.
+func (e *Embedded) Addrs() []string { return append([]string(nil), e.addrs...) }
+
+// Label names the servers for a status bar.
+func (e *Embedded) Label() string {
+	if len(e.addrs) == 1 {
+		return "embedded miniredis " + e.addrs[0]
+	}
+	return fmt.Sprintf("%d embedded miniredis (Redlock) %s", len(e.addrs), strings.Join(e.addrs, ","))
+}
+
+// Target is the demo target of these servers; redlock makes the workers use all of them as
+// one Redlock deployment (with one server it is always single-instance).
+func (e *Embedded) Target(redlock bool) Target {
+	return Target{
+		Label:   e.Label(),
+		Addrs:   e.Addrs(),
+		Redlock: redlock && len(e.addrs) > 1,
+		Dial:    func(i int) redis.UniversalClient { return redis.NewClient(EmbeddedClientOptions(e.addrs[i])) },
+		Faults:  e,
+	}
+}
+
+// EmbeddedClientOptions are client options suited to an embedded server: short timeouts (a
+// stopped instance must fail fast for Redlock), one retry (a pooled connection is dead after
+// a restart), RESP2 (miniredis has no HELLO).
+func EmbeddedClientOptions(addr string) *redis.Options {
+	return &redis.Options{
+		Addr:         addr,
+		Protocol:     2,
+		DialTimeout:  250 * time.Millisecond,
+		ReadTimeout:  time.Second,
+		WriteTimeout: time.Second,
+		MaxRetries:   1,
+		PoolSize:     4,
+	}
+}
+
+// StopInstance closes server i: connections drop, new ones are refused.
+func (e *Embedded) StopInstance(i int) error {
+	e.mu.Lock()
+	m := e.servers[i]
+	e.servers[i] = nil
+	e.mu.Unlock()
+	if m == nil {
+		return fmt.Errorf("demo: embedded instance %d is already stopped", i)
+	}
+	m.Close()
+	return nil
+}
+
+// RestartEmpty starts a fresh, empty server on instance i's address (stopping it first if
+// needed): no keys, no scripts, like a Redis restarted without persistence.
+func (e *Embedded) RestartEmpty(i int) error {
+	e.mu.Lock()
+	old := e.servers[i]
+	e.servers[i] = nil
+	e.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	m := miniredis.NewMiniRedis()
+	var err error
+	// The port was ours a moment ago; a short retry covers a slow socket teardown.
+	for attempt := 0; attempt < 40; attempt++ {
+		if err = m.StartAddr(e.addrs[i]); err == nil {
+			e.mu.Lock()
+			e.servers[i] = m
+			e.mu.Unlock()
+			return nil
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return fmt.Errorf("demo: restart embedded instance %d on %s: %w", i, e.addrs[i], err)
+}
+
+// Close stops the clock and every server.
+func (e *Embedded) Close() {
+	e.closeOnce.Do(func() {
+		close(e.stop)
+		<-e.done
+		e.closeServers()
+	})
+}
+
+func (e *Embedded) closeServers() {
+	e.mu.Lock()
+	servers := e.servers
+	e.servers = make([]*miniredis.Miniredis, len(servers))
+	e.mu.Unlock()
+	for _, m := range servers {
+		if m != nil {
+			m.Close()
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package demo
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Summary is the result of a run: the JSON of `lockscope demo --headless --json`. The
+// top-level fields sections, overlaps, stale_rejected, expired_after_crash, wait_p50_ms and
+// wait_p99_ms are fixed; overlaps > 0 means mutual exclusion failed.
+type Summary struct {
+	Scenario   Scenario `json:"scenario"`
+	Server     string   `json:"server"`
+	Protection string   `json:"protection"`
+	Workers    int      `json:"workers"`
+	Resources  int      `json:"resources"`
+	TTLMs      int64    `json:"ttl_ms"`
+	DurationS  float64  `json:"duration_s"`
+
+	Counters
+	WaitP50Ms    float64 `json:"wait_p50_ms"`
+	WaitP99Ms    float64 `json:"wait_p99_ms"`
+	HandoffsPerS float64 `json:"handoffs_per_s"`
+
+	Phases []PhaseSummary `json:"scenarios"` // one per scenario that ran, in phase order
+}
+
+// PhaseSummary is what one scenario measured (in a mixed run: all its phases together).
+type PhaseSummary struct {
+	Scenario  Scenario `json:"scenario"`
+	DurationS float64  `json:"duration_s"`
+	Counters
+	WaitP50Ms    float64 `json:"wait_p50_ms"`
+	WaitP99Ms    float64 `json:"wait_p99_ms"`
+	HandoffsPerS float64 `json:"handoffs_per_s"`
+}
+
+// Summary is the run's result so far (final after Stop).
+func (c *Controller) Summary() Summary {
+	elapsed := c.elapsed()
+	counters, wait := c.checker.totals()
+	c.mu.Lock()
+	workers := len(c.workers)
+	c.mu.Unlock()
+	s := Summary{
+		Scenario:     c.cfg.Scenario,
+		Server:       c.cfg.Target.Label,
+		Protection:   c.protection.String(),
+		Workers:      workers,
+		Resources:    len(c.resources),
+		TTLMs:        c.cfg.TTL.Milliseconds(),
+		DurationS:    math.Round(elapsed.Seconds()*1000) / 1000,
+		Counters:     counters,
+		WaitP50Ms:    ms(wait.quantile(0.50)),
+		WaitP99Ms:    ms(wait.quantile(0.99)),
+		HandoffsPerS: perSecond(counters.Handoffs, elapsed),
+	}
+	spent := c.phaseDurations(elapsed)
+	for _, p := range c.phases {
+		pc, pw := c.checker.phase(p)
+		s.Phases = append(s.Phases, PhaseSummary{
+			Scenario:     p,
+			DurationS:    math.Round(spent[p].Seconds()*1000) / 1000,
+			Counters:     pc,
+			WaitP50Ms:    ms(pw.quantile(0.50)),
+			WaitP99Ms:    ms(pw.quantile(0.99)),
+			HandoffsPerS: perSecond(pc.Handoffs, spent[p]),
+		})
+	}
+	return s
+}
+
+// phaseDurations is how long each phase ran in a run of length elapsed.
+func (c *Controller) phaseDurations(elapsed time.Duration) map[Scenario]time.Duration {
+	out := map[Scenario]time.Duration{}
+	if len(c.phases) == 1 {
+		out[c.phases[0]] = elapsed
+		return out
+	}
+	cycle := c.cfg.PhaseLength * time.Duration(len(c.phases))
+	full := elapsed / cycle
+	rest := elapsed % cycle
+	for _, p := range c.phases {
+		out[p] = full * c.cfg.PhaseLength
+		part := min(rest, c.cfg.PhaseLength)
+		out[p] += part
+		rest -= part
+	}
+	return out
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// perSecond is n per second of d, to two decimals.
+func perSecond(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return math.Round(float64(n)/d.Seconds()*100) / 100
+}
+
+// WriteJSON writes s as one JSON object.
+func (s Summary) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteText writes s as a table with one row per scenario and a verdict.
+func (s Summary) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lockscope demo: scenario %s, %d workers, %d resources, ttl %v, %.1fs on %s\n",
+		s.Scenario, s.Workers, s.Resources, time.Duration(s.TTLMs)*time.Millisecond, s.DurationS, s.Server)
+	fmt.Fprintf(&b, "protection: %s\n\n", s.Protection)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tsections\thand-offs/s\twait p50\twait p99\texpired after crash\tstale rejected\toverlaps")
+	row := func(name string, k Counters, handoffs, p50, p99 float64) {
+		if k.Sections == 0 {
+			p50, p99 = -1, -1
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%d\t%d\t%d\n", name, k.Sections, handoffs,
+			fmtMs(p50), fmtMs(p99), k.ExpiredAfterCrash, k.StaleRejected, k.Overlaps)
+	}
+	for _, p := range s.Phases {
+		row(string(p.Scenario), p.Counters, p.HandoffsPerS, p.WaitP50Ms, p.WaitP99Ms)
+	}
+	if len(s.Phases) > 1 {
+		row("total", s.Counters, s.HandoffsPerS, s.WaitP50Ms, s.WaitP99Ms)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\nfaults: %d crashes, %d pauses, %d failovers; %d sections given up after losing the lock; %d obtain errors\n",
+		s.Crashes, s.Pauses, s.Failovers, s.LostSections, s.ObtainErrors)
+	if s.Overlaps == 0 {
+		fmt.Fprintf(&b, "verdict: SAFE: no two critical sections interleaved on a resource (%d sections)\n", s.Sections)
+	} else {
+		fmt.Fprintf(&b, "verdict: UNSAFE: %d critical sections interleaved with another on the same resource\n", s.Overlaps)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fmtMs shows milliseconds compactly; a negative value (no sample) as "-".
+func fmtMs(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	if v >= 1000 {
+		return fmt.Sprintf("%.2fs", v/1000)
+	}
+	return fmt.Sprintf("%.1fms", v)
+}
