@@ -75,3 +75,28 @@ func TestEstimateFromFirstPage(t *testing.T) {
 		})
 	}
 }
+
+// TestCensusAmongOtherKeys: 500 locks among 20,000 other keys: every lock is found, and the
+// result is not sized from DBSIZE alone (its array is at most twice the locks).
+func TestCensusAmongOtherKeys(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	pipe := c.Pipeline()
+	for i := range 20_000 {
+		pipe.Set(ctx, fmt.Sprintf("cache:%d", i), "x", 0)
+	}
+	_, err := pipe.Exec(ctx)
+	must(t, err)
+	keys := loadLocks(t, c, "sparse", 500)
+	census, err := New(target, Options{}).Census(ctx)
+	must(t, err)
+	m := byKey(t, census.Locks)
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			t.Errorf("lock %s missing", k)
+		}
+	}
+	if len(census.Locks) != 500 || cap(census.Locks) > 1000 {
+		t.Errorf("%d locks in an array of %d", len(census.Locks), cap(census.Locks))
+	}
+}

@@ -31,15 +31,15 @@ func widenedPattern(pattern string) string {
 func (p *pass) sortOut(keys []string) []string {
 	locks := keys[:0]
 	for _, k := range keys {
-		if matchGlob(p.s.opts.Pattern, k) {
+		if MatchGlob(p.s.opts.Pattern, k) {
 			locks = append(locks, k)
 			continue
 		}
-		if lock, ok := companionOf(k, "fence:"); ok && matchGlob(p.s.opts.Pattern, lock) {
+		if lock, ok := companionOf(k, "fence:"); ok && MatchGlob(p.s.opts.Pattern, lock) {
 			p.mu.Lock()
 			p.fences[lock] = struct{}{}
 			p.mu.Unlock()
-		} else if lock, ok := companionOf(k, "waitq:"); ok && matchGlob(p.s.opts.Pattern, lock) {
+		} else if lock, ok := companionOf(k, "waitq:"); ok && MatchGlob(p.s.opts.Pattern, lock) {
 			p.mu.Lock()
 			p.queues[lock] = struct{}{}
 			p.mu.Unlock()

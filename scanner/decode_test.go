@@ -126,8 +126,8 @@ func TestMatchGlob(t *testing.T) {
 		{"lock:[ab", "lock:a", true},
 	}
 	for _, tc := range tests {
-		if got := matchGlob(tc.pattern, tc.key); got != tc.want {
-			t.Errorf("matchGlob(%q, %q) = %v, want %v", tc.pattern, tc.key, got, tc.want)
+		if got := MatchGlob(tc.pattern, tc.key); got != tc.want {
+			t.Errorf("MatchGlob(%q, %q) = %v, want %v", tc.pattern, tc.key, got, tc.want)
 		}
 	}
 }
@@ -202,9 +202,9 @@ func FuzzSafeText(f *testing.F) {
 // FuzzMatchGlob: no panic on any pattern; a pattern without special characters is equality.
 func FuzzMatchGlob(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pattern, key string) {
-		got := matchGlob(pattern, key)
+		got := MatchGlob(pattern, key)
 		if !strings.ContainsAny(pattern, `*?[\`) && got != (pattern == key) {
-			t.Fatalf("matchGlob(%q, %q) = %v", pattern, key, got)
+			t.Fatalf("MatchGlob(%q, %q) = %v", pattern, key, got)
 		}
 		if strings.HasSuffix(pattern, "*") && !strings.ContainsAny(pattern[:len(pattern)-1], `*?[\`) && got != strings.HasPrefix(key, pattern[:len(pattern)-1]) {
 			t.Fatalf("prefix pattern %q on %q = %v", pattern, key, got)

@@ -1,9 +1,9 @@
 package scanner
 
-// matchGlob reports whether key matches a Redis glob pattern (the MATCH syntax of SCAN:
-// *, ?, [abc], [^abc], [a-z], and \ to escape), so event hints can be filtered the same way
-// SCAN filters keys. path.Match differs ('/' is special there), hence this small matcher.
-func matchGlob(pattern, key string) bool {
+// MatchGlob reports whether key matches a Redis glob pattern (the MATCH syntax of SCAN:
+// *, ?, [abc], [^abc], [a-z], and \ to escape), so event hints and the console's filter
+// match keys the same way SCAN does. path.Match differs ('/' is special there), hence this small matcher.
+func MatchGlob(pattern, key string) bool {
 	for len(pattern) > 0 {
 		switch pattern[0] {
 		case '*':
@@ -14,7 +14,7 @@ func matchGlob(pattern, key string) bool {
 				return true
 			}
 			for i := 0; i <= len(key); i++ {
-				if matchGlob(pattern[1:], key[i:]) {
+				if MatchGlob(pattern[1:], key[i:]) {
 					return true
 				}
 			}

@@ -48,7 +48,7 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, out chan<
 				return
 			}
 			key := hintKey(m)
-			if key == "" || !matchGlob(s.opts.Pattern, key) {
+			if key == "" || !MatchGlob(s.opts.Pattern, key) {
 				continue
 			}
 			select {

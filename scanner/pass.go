@@ -251,10 +251,11 @@ const readersPerServer = 3
 func (p *pass) walk(ctx context.Context, w walk, listed func()) error {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan keyBatch, 1024)
+	spare := make(chan []string, readersPerServer+1) // read batches' key slices, for reuse
 	g.Go(func() error {
 		defer listed()
 		defer close(batches)
-		return p.scanKeys(gctx, w, batches)
+		return p.scanKeys(gctx, w, batches, spare)
 	})
 	for range readersPerServer {
 		g.Go(func() error {
@@ -262,6 +263,10 @@ func (p *pass) walk(ctx context.Context, w walk, listed func()) error {
 			for b := range batches {
 				if err := p.readBatch(gctx, b, w.readers, kr); err != nil {
 					return err
+				}
+				select { // the records hold the key strings, not the slice
+				case spare <- b.keys[:0]:
+				default:
 				}
 			}
 			return nil
@@ -275,7 +280,15 @@ func (p *pass) walk(ctx context.Context, w walk, listed func()) error {
 	return err
 }
 
-func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch) error {
+// readBatchKeys is how many keys SCAN pages (COUNT 1000 by default) are gathered into while
+// the readers are busy: one pipeline of 5,000 keys costs the server and the client less per
+// key than five of 1,000 (fewer round trips, reads and writes). Whenever no batch is queued,
+// the keys found so far go out at once, so the first rows come after one SCAN page whatever
+// the key count.
+const readBatchKeys = 5000
+
+// scanKeys walks w's server with SCAN and sends the keys, claimed, in batches of reads.
+func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch, spare chan []string) error {
 	src := w.src
 	pattern := p.s.opts.Pattern
 	if p.discover {
@@ -287,6 +300,7 @@ func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch) er
 			p.noteFirstPage(walk{}, 0, true) // the server could not be scanned
 		}
 	}()
+	var pending []string // keys gathered for the next batch
 	var cursor uint64
 	for {
 		var keys []string
@@ -309,12 +323,28 @@ func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch) er
 			estimated = true
 			p.noteFirstPage(w, len(keys), cursor == 0)
 		}
-		if b := p.claim(keys); len(b.keys) > 0 {
+		if pending == nil {
+			select {
+			case pending = <-spare:
+			default:
+				pending = make([]string, 0, readBatchKeys+p.s.opts.Count)
+			}
+		}
+		pending = append(pending, keys...)
+		if len(pending) < readBatchKeys && len(batches) > 0 && cursor != 0 {
+			continue // the readers have work queued: gather a bigger batch
+		}
+		// Claimed as one batch: its keys get consecutive positions even while other
+		// walks claim theirs.
+		if b := p.claim(pending); len(b.keys) > 0 {
+			pending = nil
 			select {
 			case batches <- b:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		} else {
+			pending = pending[:0]
 		}
 		if cursor == 0 {
 			return nil

@@ -87,8 +87,10 @@ func (kr *keyReader) commands(ctx context.Context, keys []string, readValues boo
 		kr.value = append(kr.value, redis.NewStringCmd(ctx, "getrange", nil, 0, ValueCap))
 	}
 	kr.queue = kr.queue[:0]
-	for i, k := range keys {
-		key := any(k) // boxed once for both commands
+	for i := range keys {
+		// go-redis writes a *string argument as the string: no boxing (an allocation) per
+		// key. keys stay unchanged until the pipeline has run.
+		key := &keys[i]
 		kr.pttl[i].Args()[1] = key
 		kr.queue = append(kr.queue, kr.pttl[i])
 		if readValues {
