@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// Watch takes a census again and again (every Options.Interval after a pass ends) and streams
-// what it finds. Batches arrive as they are read, so the first rows come within one SCAN
-// round trip and one pipeline of reads, whatever the key count. Each pass ends with an
+// Watch takes a census again and again and streams what it finds. The next pass starts
+// Options.Interval after a pass ends, or as long as the pass took if that is longer, so a huge
+// keyspace keeps the server busy at most half the time. Batches arrive as they are read, so
+// the first rows come within one SCAN round trip and one pipeline of reads, whatever the key
+// count. Each pass ends with an
 // UpdatePassDone for its Gen: keys not seen in that pass are gone. Between passes, locklib
 // events (locklib.EventsChannel) and keyspace notifications, when the server sends them, make
 // Watch re-read the one key concerned at once and send it as a one-lock UpdateBatch (Gone set
@@ -62,15 +64,15 @@ func (s *Scanner) watch(ctx context.Context, out chan<- Update) {
 		} else {
 			send(Update{Kind: UpdatePassDone, Gen: gen, Census: census})
 		}
-		if !s.waitForNextPass(ctx, gen, hints, send) {
+		if !s.waitForNextPass(ctx, max(s.opts.Interval, census.Duration), gen, hints, send) {
 			return
 		}
 	}
 }
 
-// waitForNextPass sleeps for the interval, re-reading single keys named by hints meanwhile.
-func (s *Scanner) waitForNextPass(ctx context.Context, gen uint64, hints <-chan string, send func(Update) bool) bool {
-	timer := time.NewTimer(s.opts.Interval)
+// waitForNextPass rests for d, re-reading single keys named by hints meanwhile.
+func (s *Scanner) waitForNextPass(ctx context.Context, d time.Duration, gen uint64, hints <-chan string, send func(Update) bool) bool {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {
