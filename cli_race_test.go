@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -40,7 +39,7 @@ func TestCLIReleaseNeverDeletesTheNextOwner(t *testing.T) {
 				return
 			}
 			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
-			held, err := releaseOwn(ctx, owner, key, value)
+			held, err := redistest.OwnerRelease(ctx, owner, key, value)
 			if err != nil {
 				if ctx.Err() == nil {
 					ownerErr = err
@@ -81,31 +80,5 @@ func TestCLIReleaseNeverDeletesTheNextOwner(t *testing.T) {
 	t.Logf("exit codes %v; owner values released by the operator: %d", codes, len(vanished))
 	if codes[exitChanged] == 0 || codes[exitOK] == 0 {
 		t.Fatalf("the race was not exercised: exit codes %v", codes)
-	}
-}
-
-// releaseOwn is the owner's own compare-and-delete (WATCH/MULTI, independent of the code
-// under test); held is false when the key no longer held value.
-func releaseOwn(ctx context.Context, c *redis.Client, key, value string) (held bool, err error) {
-	for {
-		err = c.Watch(ctx, func(tx *redis.Tx) error {
-			cur, err := tx.Get(ctx, key).Result()
-			if errors.Is(err, redis.Nil) {
-				held = false
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if cur != value {
-				return fmt.Errorf("the owner found a foreign value %q", cur)
-			}
-			held = true
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Del(ctx, key).Err() })
-			return err
-		}, key)
-		if !errors.Is(err, redis.TxFailedErr) {
-			return held, err
-		}
 	}
 }

@@ -1,13 +1,12 @@
 package actions
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +39,7 @@ func TestOperatorNeverDeletesTheNextHolder(t *testing.T) {
 				ownerEr = fmt.Errorf("owner could not re-acquire: %w", err)
 				return
 			}
-			held, err := ownerRelease(ctx, c, key, value)
+			held, err := redistest.OwnerRelease(ctx, c, key, value)
 			if err != nil {
 				ownerEr = err
 				return
@@ -87,31 +86,5 @@ func TestOperatorNeverDeletesTheNextHolder(t *testing.T) {
 	t.Logf("outcomes %v, owner values deleted by the operator %d", counts, len(stolen))
 	if counts[ChangedHands] == 0 || counts[Released] == 0 {
 		t.Fatalf("the race was not exercised: %v", counts)
-	}
-}
-
-// ownerRelease is the owner's own compare-and-delete (WATCH/MULTI, independent of the code under
-// test). held is false when the key no longer held value.
-func ownerRelease(ctx context.Context, c *redis.Client, key, value string) (held bool, err error) {
-	for {
-		err = c.Watch(ctx, func(tx *redis.Tx) error {
-			cur, err := tx.Get(ctx, key).Result()
-			if errors.Is(err, redis.Nil) {
-				held = false
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if cur != value {
-				return fmt.Errorf("owner found a foreign value %q", cur)
-			}
-			held = true
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Del(ctx, key).Err() })
-			return err
-		}, key)
-		if !errors.Is(err, redis.TxFailedErr) {
-			return held, err
-		}
 	}
 }
