@@ -13,6 +13,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/redis/go-redis/v9"
 )
@@ -94,7 +95,7 @@ func runDuration(b *testing.B) time.Duration {
 //
 //	cd bench && go test -run '^$' -bench HotKey -benchtime 1x
 func BenchmarkHotKey(b *testing.B) {
-	addr := startRedis(b)
+	addr := redistest.Start(b).Addr
 	newRDB := func() *redis.Client {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
 		b.Cleanup(func() { _ = rdb.Close() })
