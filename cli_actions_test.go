@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 var resultFields = map[string]string{
@@ -18,18 +17,6 @@ var resultFields = map[string]string{
 }
 
 var instanceResultFields = map[string]string{"addr": "string", "outcome": "string", "current": "string|null", "error": "string|null"}
-
-func getValue(t *testing.T, c *redis.Client, key string) (string, bool) {
-	t.Helper()
-	v, err := c.Get(context.Background(), key).Result()
-	if err == redis.Nil {
-		return "", false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, true
-}
 
 func TestCLIReleaseExitCodes(t *testing.T) {
 	s := redistest.Start(t)
@@ -43,7 +30,7 @@ func TestCLIReleaseExitCodes(t *testing.T) {
 	if !strings.Contains(r.stdout, "changed hands") || !strings.Contains(r.stdout, oldLock) {
 		t.Errorf("changed-hands output does not name the holder:\n%s", r)
 	}
-	if v, ok := getValue(t, c, "lock:old"); !ok || v != oldLock {
+	if v, ok := redistest.Value(t, c, "lock:old"); !ok || v != oldLock {
 		t.Fatal("a refused release deleted the lock")
 	}
 
@@ -53,7 +40,7 @@ func TestCLIReleaseExitCodes(t *testing.T) {
 	if !strings.Contains(r.stderr, "not a terminal") || !strings.Contains(r.stderr, "--yes") {
 		t.Errorf("no clear message:\n%s", r)
 	}
-	if _, ok := getValue(t, c, "lock:old"); !ok {
+	if _, ok := redistest.Value(t, c, "lock:old"); !ok {
 		t.Fatal("released without confirmation")
 	}
 
@@ -68,10 +55,10 @@ func TestCLIReleaseExitCodes(t *testing.T) {
 	if objs[0]["outcome"] != "released" || objs[0]["seen"] != oldLock {
 		t.Errorf("release --json = %v", objs[0])
 	}
-	if _, ok := getValue(t, c, "lock:old"); ok {
+	if _, ok := redistest.Value(t, c, "lock:old"); ok {
 		t.Fatal("lock still there")
 	}
-	if v, _ := getValue(t, c, "fence:{lock:old}"); v != "42" {
+	if v, _ := redistest.Value(t, c, "fence:{lock:old}"); v != "42" {
 		t.Fatal("the fence counter was touched")
 	}
 
@@ -119,7 +106,7 @@ func TestCLIReleaseAsksOnTheTerminal(t *testing.T) {
 		if r.code != tc.code || !strings.Contains(r.stdout, "[y/N]") {
 			t.Fatalf("answer %q: %s", tc.answer, r)
 		}
-		if _, held := getValue(t, c, "lock:old"); held == tc.released {
+		if _, held := redistest.Value(t, c, "lock:old"); held == tc.released {
 			t.Fatalf("answer %q: lock held=%v", tc.answer, held)
 		}
 	}
@@ -236,7 +223,7 @@ func TestCLIReadOnlyRefusesEveryAction(t *testing.T) {
 			t.Errorf("%v: no clear message:\n%s", args, r)
 		}
 	}
-	if v, ok := getValue(t, c, "lock:old"); !ok || v != oldLock || c.PTTL(ctx, "lock:old").Val() > ttlBefore {
+	if v, ok := redistest.Value(t, c, "lock:old"); !ok || v != oldLock || c.PTTL(ctx, "lock:old").Val() > ttlBefore {
 		t.Fatal("read-only mode changed lock:old")
 	}
 	if c.PTTL(ctx, "lock:forever").Val() != -1 {

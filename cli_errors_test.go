@@ -96,7 +96,7 @@ func TestCLIMissingACLPermissionNamesTheCommand(t *testing.T) {
 			t.Errorf("%s %v: the message does not name %s:\n%s", tc.user, tc.args, tc.command, r)
 		}
 	}
-	if v, _ := getValue(t, c, "lock:old"); v != oldLock {
+	if v, _ := redistest.Value(t, c, "lock:old"); v != oldLock {
 		t.Fatal("lock:old changed")
 	}
 }

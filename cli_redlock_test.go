@@ -69,11 +69,11 @@ func TestCLIRedlock(t *testing.T) {
 			t.Errorf("no line %q for instance %d:\n%s", want, i, r)
 		}
 	}
-	if v, ok := getValue(t, clients[2], "lock:q"); !ok || v != newer {
+	if v, ok := redistest.Value(t, clients[2], "lock:q"); !ok || v != newer {
 		t.Fatal("the newer holder's copy was deleted")
 	}
 	for _, c := range clients[:2] {
-		if _, ok := getValue(t, c, "lock:q"); ok {
+		if _, ok := redistest.Value(t, c, "lock:q"); ok {
 			t.Fatal("a matching copy survived")
 		}
 	}

@@ -47,18 +47,6 @@ func mustSet(t *testing.T, c *redis.Client, key, value string, ttl time.Duration
 	}
 }
 
-func mustGet(t *testing.T, c *redis.Client, key string) (string, bool) {
-	t.Helper()
-	v, err := c.Get(context.Background(), key).Result()
-	if err == redis.Nil {
-		return "", false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, true
-}
-
 // auditEntries reads the raw audit stream of c, oldest first.
 func auditEntries(t *testing.T, c *redis.Client) []redis.XMessage {
 	t.Helper()

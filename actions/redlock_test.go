@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
 )
 
 func TestRedlockActsOnEveryInstanceAndReportsEach(t *testing.T) {
@@ -32,7 +34,7 @@ func TestRedlockActsOnEveryInstanceAndReportsEach(t *testing.T) {
 	if res.Outcome != Released || res.Current != "newer-holder" || res.Partial() {
 		t.Fatalf("aggregate %q current %q partial %v", res.Outcome, res.Current, res.Partial())
 	}
-	if v, ok := mustGet(t, clients[2], "lock:q"); !ok || v != "newer-holder" {
+	if v, ok := redistest.Value(t, clients[2], "lock:q"); !ok || v != "newer-holder" {
 		t.Fatal("the other holder's copy was deleted")
 	}
 

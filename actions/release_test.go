@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
@@ -25,7 +26,7 @@ func TestReleaseDeletesOnlyTheExpectedValue(t *testing.T) {
 	if res.Outcome != ChangedHands || res.Current != lockValue {
 		t.Fatalf("outcome %q current %q, want changed_hands with the holder's value", res.Outcome, res.Current)
 	}
-	if v, ok := mustGet(t, c, "lock:a"); !ok || v != lockValue {
+	if v, ok := redistest.Value(t, c, "lock:a"); !ok || v != lockValue {
 		t.Fatalf("a mismatched release touched the key: %q %v", v, ok)
 	}
 
@@ -36,7 +37,7 @@ func TestReleaseDeletesOnlyTheExpectedValue(t *testing.T) {
 	if res.Outcome != Released || len(res.Instances) != 1 || res.Instances[0].Outcome != Released {
 		t.Fatalf("result %+v, want released", res)
 	}
-	if _, ok := mustGet(t, c, "lock:a"); ok {
+	if _, ok := redistest.Value(t, c, "lock:a"); ok {
 		t.Fatal("key still there after release")
 	}
 
@@ -54,7 +55,7 @@ func TestReleaseLeavesTheFenceCounter(t *testing.T) {
 	if res, err := New(target, Options{}).Release(ctx, "lock:f", lockValue, ""); err != nil || res.Outcome != Released {
 		t.Fatalf("%q %v", res.Outcome, err)
 	}
-	if v, ok := mustGet(t, c, "fence:{lock:f}"); !ok || v != "42" {
+	if v, ok := redistest.Value(t, c, "fence:{lock:f}"); !ok || v != "42" {
 		t.Fatalf("fence counter changed: %q %v", v, ok)
 	}
 }
@@ -190,7 +191,7 @@ func TestReadOnlyRefusesAndWritesNothing(t *testing.T) {
 	if _, err := a.Extend(ctx, "lock:ro", lockValue, time.Hour, ""); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("extend: %v, want ErrReadOnly", err)
 	}
-	if v, ok := mustGet(t, c, "lock:ro"); !ok || v != lockValue {
+	if v, ok := redistest.Value(t, c, "lock:ro"); !ok || v != lockValue {
 		t.Fatal("read-only release changed the key")
 	}
 	if c.Exists(ctx, DefaultAuditStream).Val() != 0 {
@@ -225,7 +226,7 @@ func TestCancelledContextIsAnErrorAndAudited(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.Outcome != Failed {
 		t.Fatalf("%q %v, want failed with context.Canceled", res.Outcome, err)
 	}
-	if _, ok := mustGet(t, c, "lock:c"); !ok {
+	if _, ok := redistest.Value(t, c, "lock:c"); !ok {
 		t.Fatal("key deleted by a cancelled release")
 	}
 	entries := auditEntries(t, c)
@@ -258,7 +259,7 @@ func TestScriptPermissionErrorNamesTheCommand(t *testing.T) {
 			t.Errorf("%s: %v, want a ScriptPermissionError naming %s", tc.user, err, tc.command)
 		}
 	}
-	if v, ok := mustGet(t, c, "lock:p"); !ok || v != lockValue {
+	if v, ok := redistest.Value(t, c, "lock:p"); !ok || v != lockValue {
 		t.Fatal("lock changed")
 	}
 }

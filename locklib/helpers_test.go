@@ -2,6 +2,7 @@ package locklib
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,5 +55,21 @@ func waitGone(t *testing.T, rdb *redis.Client, key string, within time.Duration)
 			t.Fatalf("%s still exists %v later", key, within)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitLost waits up to within for l.Lost() to close (failing with what, the event that
+// should have closed it) and checks that l.Err() wraps every one of reasons.
+func waitLost(t *testing.T, l *Lock, within time.Duration, what string, reasons ...error) {
+	t.Helper()
+	select {
+	case <-l.Lost():
+	case <-time.After(within):
+		t.Fatalf("Lost() did not close %s", what)
+	}
+	for _, r := range reasons {
+		if !errors.Is(l.Err(), r) {
+			t.Fatalf("Err() = %v, want it to wrap %v", l.Err(), r)
+		}
 	}
 }

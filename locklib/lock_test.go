@@ -209,14 +209,7 @@ func TestWatchdogKeepsLockAndStopsAtCap(t *testing.T) {
 	if got := rdb.Get(ctx, "lock:dog").Val(); got != l.Value() {
 		t.Fatalf("after 2 TTLs the key holds %q, want ours", got)
 	}
-	select {
-	case <-l.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Lost() did not close after the watchdog's cap")
-	}
-	if err := l.Err(); !errors.Is(err, ErrLost) || !errors.Is(err, ErrValidityPassed) {
-		t.Fatalf("Err() = %v", err)
-	}
+	waitLost(t, l, 5*time.Second, "after the watchdog's cap", ErrLost, ErrValidityPassed)
 	waitGone(t, rdb, "lock:dog", time.Second) // the local deadline comes first, by the RTT
 	if n := renewals.Load(); n != 8 {
 		t.Fatalf("%d renewals, want the cap of 8", n)
@@ -253,14 +246,7 @@ func TestLostAfterExternalDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb.Del(ctx, "lock:deleted")
-	select {
-	case <-l.Lost():
-	case <-time.After(3 * time.Second):
-		t.Fatal("Lost() did not close after DEL")
-	}
-	if err := l.Err(); !errors.Is(err, ErrLost) || !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Err() = %v, want ErrLost wrapping ErrNotHeld", err)
-	}
+	waitLost(t, l, 3*time.Second, "after DEL", ErrLost, ErrNotHeld)
 }
 
 func TestLostWithoutWatchdog(t *testing.T) {
@@ -271,14 +257,7 @@ func TestLostWithoutWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-l.Lost():
-	case <-time.After(3 * time.Second):
-		t.Fatal("Lost() did not close after the TTL")
-	}
-	if !errors.Is(l.Err(), ErrValidityPassed) {
-		t.Fatalf("Err() = %v", l.Err())
-	}
+	waitLost(t, l, 3*time.Second, "after the TTL", ErrValidityPassed)
 }
 
 func TestLostWhenServerPaused(t *testing.T) {
@@ -289,17 +268,9 @@ func TestLostWhenServerPaused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Pause()
-	select {
-	case <-l.Lost():
-		srv.Resume()
-	case <-time.After(3 * time.Second):
-		srv.Resume()
-		t.Fatal("Lost() did not close while the server was paused past the TTL")
-	}
-	if !errors.Is(l.Err(), ErrValidityPassed) {
-		t.Fatalf("Err() = %v", l.Err())
-	}
+	srv.Pause() // the harness resumes it at cleanup if the wait fails
+	waitLost(t, l, 3*time.Second, "while the server was paused past the TTL", ErrValidityPassed)
+	srv.Resume()
 	_ = l.Release(ctx)
 }
 

@@ -289,14 +289,7 @@ func TestRedlockRefreshWithQuorumDown(t *testing.T) {
 	if !errors.Is(err, ErrBackend) || errors.Is(err, ErrNotHeld) {
 		t.Fatalf("Refresh with 3 of 5 down: %v, want ErrBackend", err)
 	}
-	select {
-	case <-l.Lost():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Lost() did not fire after the validity passed without a renewal")
-	}
-	if !errors.Is(l.Err(), ErrLost) || !errors.Is(l.Err(), ErrValidityPassed) {
-		t.Fatalf("Err() = %v", l.Err())
-	}
+	waitLost(t, l, 5*time.Second, "after the validity passed without a renewal", ErrLost, ErrValidityPassed)
 }
 
 func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
@@ -317,14 +310,7 @@ func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
 		for _, s := range f.servers[:3] {
 			s.Kill()
 		}
-		select {
-		case <-l.Lost():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Lost() did not fire with the quorum down")
-		}
-		if !errors.Is(l.Err(), ErrValidityPassed) {
-			t.Fatalf("Err() = %v, want ErrValidityPassed", l.Err())
-		}
+		waitLost(t, l, 5*time.Second, "with the quorum down", ErrValidityPassed)
 	})
 	t.Run("gone from a majority", func(t *testing.T) {
 		f := newRedlockFixture(t, 5)
@@ -342,14 +328,7 @@ func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		select {
-		case <-l.Lost():
-		case <-time.After(5 * time.Second):
-			t.Fatal("Lost() did not fire with the lock gone from 3 of 5")
-		}
-		if !errors.Is(l.Err(), ErrNotHeld) {
-			t.Fatalf("Err() = %v, want ErrNotHeld (renewal refused)", l.Err())
-		}
+		waitLost(t, l, 5*time.Second, "with the lock gone from 3 of 5", ErrNotHeld)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,4 +35,18 @@ func OwnerRelease(ctx context.Context, c *redis.Client, key, value string) (held
 			return held, err
 		}
 	}
+}
+
+// Value reads key with GET: its value and true, or "" and false when the key does not
+// exist. Any other error fails the test.
+func Value(tb testing.TB, c *redis.Client, key string) (string, bool) {
+	tb.Helper()
+	v, err := c.Get(context.Background(), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v, true
 }
