@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +151,7 @@ func TestRedlockMutualExclusionWithRestart(t *testing.T) {
 	const ttl = 2 * time.Second
 	ctx := testCtx(t, 40*time.Second)
 	var d overlapDetector
+	var releaseErrs atomic.Int32
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -171,8 +173,16 @@ func TestRedlockMutualExclusionWithRestart(t *testing.T) {
 				}
 				d.section(time.Millisecond)
 				if err := l.Release(ctx); err != nil {
-					t.Error(err)
-					return
+					// The lock held when an instance is killed may have had its quorum
+					// on exactly that one and two others: its release then confirms only
+					// 2 of 5 (the dead one cannot answer, a late SET elsewhere is being
+					// undone) and reports ErrBackend; the key frees at its TTL. One such
+					// release is allowed, nothing else.
+					if !errors.Is(err, ErrBackend) {
+						t.Error(err)
+						return
+					}
+					releaseErrs.Add(1)
 				}
 			}
 		})
@@ -200,6 +210,9 @@ func TestRedlockMutualExclusionWithRestart(t *testing.T) {
 	}
 	if after-before < 10 {
 		t.Fatalf("%d sections while an instance was down, want 10 or more", after-before)
+	}
+	if n := releaseErrs.Load(); n > 1 {
+		t.Fatalf("%d releases could not confirm a quorum, want at most the one held at the kill", n)
 	}
 	t.Logf("%d sections, %d while an instance was down", d.sections.Load(), after-before)
 }
@@ -423,7 +436,9 @@ func TestRedlockWakeUpOnRelease(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(released); took > 3*time.Second {
+	// Polling would take 10s; the bound only has to tell a wake-up from that, on a loaded
+	// machine under -race.
+	if took := time.Since(released); took > 5*time.Second {
 		t.Fatalf("the waiter took %v after the release", took)
 	}
 }
