@@ -156,7 +156,7 @@ func toLockJSON(l *scanner.Lock) lockJSON {
 		Trace:     l.Trace,
 		TTLMs:     ttlMs(l.TTL, l.NoExpiry),
 		Value:     scanner.SafeText(l.Value, 0),
-		Instances: make([]instanceJSON, 0, len(l.Instances)),
+		Instances: []instanceJSON{},
 	}
 	if !l.AcquiredAt.IsZero() {
 		at := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
@@ -169,7 +169,7 @@ func toLockJSON(l *scanner.Lock) lockJSON {
 	if l.HasFence {
 		j.Fence = &l.Fence
 	}
-	for _, in := range l.Instances {
+	for _, in := range l.PerInstance() {
 		ij := instanceJSON{Addr: in.Addr}
 		if in.Present && !in.Missing {
 			v, ttl := scanner.SafeText(in.Value, 0), ttlMs(in.TTL, in.NoExpiry)

@@ -102,7 +102,7 @@ func decodedValue(l *scanner.Lock) map[string]any {
 		}
 		return map[string]any{"owners": owners}
 	case scanner.FormatBSM:
-		return map[string]any{"token": scanner.SafeText(strings.TrimSuffix(l.Value, l.Meta), 0), "meta": scanner.SafeText(l.Meta, 0)}
+		return map[string]any{"token": scanner.SafeText(strings.TrimSuffix(l.Value, l.Meta()), 0), "meta": scanner.SafeText(l.Meta(), 0)}
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 		}
 		row("quorum", fmt.Sprintf("%d of %d instances agree, %d needed: %s", q.Agree, q.Total, q.Needed, verdict))
 	}
-	for i, in := range l.Instances {
+	for i, in := range l.PerInstance() {
 		name := ""
 		if i == 0 {
 			name = "instances"

@@ -36,10 +36,10 @@ func TestClusterCensus(t *testing.T) {
 		l := got[k]
 		node, err := cc.MasterForKey(ctx, k)
 		must(t, err)
-		if len(l.Instances) != 1 || l.Instances[0].Addr != node.Options().Addr || l.Format != FormatLockscope {
-			t.Fatalf("%s: instances %+v format %q, want master %s", k, l.Instances, l.Format, node.Options().Addr)
+		if l.Addr != node.Options().Addr || l.Quorum != nil || l.Format != FormatLockscope {
+			t.Fatalf("%s: addr %s quorum %+v format %q, want master %s", k, l.Addr, l.Quorum, l.Format, node.Options().Addr)
 		}
-		perMaster[l.Instances[0].Addr]++
+		perMaster[l.Addr]++
 	}
 	if len(perMaster) != 3 {
 		t.Fatalf("locks found on %d masters, want 3: %v", len(perMaster), perMaster)
@@ -87,7 +87,7 @@ func TestClusterCensus(t *testing.T) {
 		t.Errorf("%d locks with one master down, want the other masters' %d", len(census.Locks), want)
 	}
 	for _, l := range census.Locks {
-		if l.Instances[0].Addr == dead {
+		if l.Addr == dead {
 			t.Fatalf("lock %s attributed to the dead master", l.Key)
 		}
 	}
@@ -111,7 +111,7 @@ func TestClusterCensus(t *testing.T) {
 	}
 	onDead := 0 // locks the dead master held before, the list key included
 	for _, l := range got {
-		if l.Instances[0].Addr == dead {
+		if l.Addr == dead {
 			onDead++
 		}
 	}

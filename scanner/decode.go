@@ -13,7 +13,7 @@ func decodeString(l *Lock, v string) {
 		l.Format = FormatUUID
 	case isHexToken(v):
 		l.Format = FormatHex
-	case decodeBSM(l, v):
+	case isBSMValue(v):
 		l.Format = FormatBSM
 	default:
 		l.Format = FormatOpaque

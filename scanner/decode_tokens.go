@@ -17,10 +17,10 @@ func isRedsyncToken(v string) bool {
 // bsmTokenLen is the length of bsm/redislock's token: raw URL base64 of 16 bytes.
 const bsmTokenLen = 22
 
-// decodeBSM: bsm/redislock writes its 22-char token immediately followed by the caller's
-// metadata. Strict decoding rejects a last char whose unused bits are set, which random text
-// of that alphabet fails 15 times in 16.
-func decodeBSM(l *Lock, v string) bool {
+// isBSMValue: bsm/redislock writes its 22-char token immediately followed by the caller's
+// metadata (Lock.Meta). Strict decoding rejects a last char whose unused bits are set, which
+// random text of that alphabet fails 15 times in 16.
+func isBSMValue(v string) bool {
 	if len(v) < bsmTokenLen {
 		return false
 	}
@@ -28,7 +28,6 @@ func decodeBSM(l *Lock, v string) bool {
 	if err != nil || len(b) != 16 {
 		return false
 	}
-	l.Meta = v[bsmTokenLen:]
 	return true
 }
 

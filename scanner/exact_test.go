@@ -83,7 +83,7 @@ func TestVanishedKeysAreDropped(t *testing.T) {
 	}
 
 	l, err := s.Get(ctx, "lock:gone:1")
-	if !errors.Is(err, ErrGone) || !l.Gone || len(l.Instances) != 1 || l.Instances[0].Present {
+	if !errors.Is(err, ErrGone) || !l.Gone || l.Addr != target.Addrs[0] || len(l.PerInstance()) != 1 || l.PerInstance()[0].Present {
 		t.Fatalf("Get(gone) = %+v, %v", l, err)
 	}
 	l, err = s.Get(ctx, "lock:v:0000001")

@@ -39,7 +39,6 @@ type Lock struct {
 	Trace      string    // the holder's trace id (lockscope); "" when none
 	AcquiredAt time.Time // zero when the format does not say
 	Reentry    int       // re-entry count (lockscope re-entrant, redisson); 0 for a plain lock
-	Meta       string    // bsm metadata written after the token; "" when none
 	Owners     []Owner   // redisson: every <uuid>:<threadId> field and its count
 
 	// Expiry, as Redis saw it at FetchedAt (NoExpiry and Gone are with the flags below).
@@ -54,10 +53,13 @@ type Lock struct {
 	// longer), or for a hash its fields as "field=value" lines. Display gives a safe form.
 	Value string
 
-	// Instances says where the key lives: Standalone one element, Cluster the master that
-	// holds it, Redlock all N instances in Target order (Present says which hold the key).
-	Instances []Instance
-	// Quorum is set for Redlock targets only: how many instances agree on one holder.
+	// Addr is the server the key was read on: the standalone server, or the cluster master
+	// that holds its slot. It is "" for a Redlock target, whose Quorum lists every instance.
+	// (PerInstance gives one view of both.)
+	Addr string
+	// Quorum is set for Redlock targets only: the key on each instance and how many of them
+	// agree on one holder. Single-server records carry no per-instance copy: at a million
+	// locks that copy was an eighth of a census's memory.
 	Quorum *Quorum
 
 	// Flags, kept together so that a million locks do not pay padding after each one.
@@ -74,8 +76,7 @@ type Owner struct {
 	Count int    // re-entry count
 }
 
-// Instance is the key's state on one server. (The flags are last and together: 48 bytes
-// instead of 56, one per lock in a census.)
+// Instance is the key's state on one server.
 type Instance struct {
 	Addr      string
 	Value     string        // raw value there (same cap as Lock.Value)
@@ -86,13 +87,40 @@ type Instance struct {
 	Truncated bool
 }
 
-// Quorum is the Redlock agreement on a key: Agree instances hold the Lock's Value,
-// Needed = N/2+1 of Total are required for a valid Redlock lock.
+// Quorum is the Redlock view of a key: its state on each of the Total instances, and the
+// agreement: Agree instances hold the Lock's Value, Needed = N/2+1 are required for a valid
+// Redlock lock.
 type Quorum struct {
-	Agree   int
-	Needed  int
-	Total   int
-	Reached bool // Agree >= Needed
+	Instances []Instance // every instance, in Target order (Present says which hold the key)
+	Agree     int
+	Needed    int
+	Total     int
+	Reached   bool // Agree >= Needed
+}
+
+// PerInstance is the key's state on each server it was read on: a Redlock target's
+// instances, or for a standalone or cluster target the one server, built from the record.
+func (l *Lock) PerInstance() []Instance {
+	if l.Quorum != nil {
+		return l.Quorum.Instances
+	}
+	if l.Addr == "" {
+		return nil
+	}
+	in := Instance{Addr: l.Addr, Present: !l.Gone}
+	if in.Present {
+		in.Value, in.TTL, in.NoExpiry, in.Truncated = l.Value, l.TTL, l.NoExpiry, l.Truncated
+	}
+	return []Instance{in}
+}
+
+// Meta is the metadata a bsm/redislock holder wrote after its token; "" for other formats.
+// (A method, not a field: every record would pay for a field only bsm locks use.)
+func (l *Lock) Meta() string {
+	if l.Format != FormatBSM || len(l.Value) < bsmTokenLen {
+		return ""
+	}
+	return l.Value[bsmTokenLen:]
 }
 
 // RemainingAt extrapolates the TTL to now from FetchedAt + TTL, without asking Redis.

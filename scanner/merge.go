@@ -74,7 +74,6 @@ func compact(locks []Lock) []Lock {
 
 // singleLocks builds the records of a standalone server or a cluster master.
 func singleLocks(keys []string, reads []instRead, addr string, fetched time.Time, dst []Lock) {
-	insts := make([]Instance, len(keys)) // one allocation for the whole batch
 	for i := range keys {
 		r := &reads[i]
 		if !r.present {
@@ -82,12 +81,10 @@ func singleLocks(keys []string, reads []instRead, addr string, fetched time.Time
 			continue
 		}
 		l := &dst[i]
-		*l = Lock{Key: keys[i], FetchedAt: fetched, Value: r.value, Truncated: r.truncated}
+		*l = Lock{Key: keys[i], Addr: addr, FetchedAt: fetched, Value: r.value, Truncated: r.truncated}
 		l.Fence, l.HasFence, l.Waiters, l.HasWaiters = r.fence, r.hasFence, r.waiters, r.hasWaiters
 		l.TTL, l.NoExpiry = ttlOf(r.pttl)
 		decodeValue(l, r)
-		insts[i] = instanceOf(addr, r)
-		l.Instances = insts[i : i+1 : i+1]
 	}
 }
 
@@ -120,9 +117,9 @@ func quorumLocks(keys []string, reads [][]instRead, readers []server, fetched ti
 		}
 		r := &reads[best][i]
 		l := &dst[i]
-		*l = Lock{Key: keys[i], FetchedAt: fetched, Value: r.value, Truncated: r.truncated, Instances: insts}
+		*l = Lock{Key: keys[i], FetchedAt: fetched, Value: r.value, Truncated: r.truncated}
 		decodeValue(l, r)
-		q := &Quorum{Agree: agree, Needed: n/2 + 1, Total: n}
+		q := &Quorum{Instances: insts, Agree: agree, Needed: n/2 + 1, Total: n}
 		q.Reached = q.Agree >= q.Needed
 		l.Quorum = q
 		l.TTL, l.NoExpiry = quorumTTL(reads, i, r.value, q)

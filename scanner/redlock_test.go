@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -52,10 +53,10 @@ func TestRedlockCensus(t *testing.T) {
 		if l.Quorum == nil || l.Quorum.Agree != agree || l.Quorum.Reached != reached || l.Quorum.Needed != 2 || l.Quorum.Total != 3 || l.Value != value {
 			t.Errorf("%s: quorum %+v value %q, want agree %d reached %v value %q", key, l.Quorum, l.Value, agree, reached, value)
 		}
-		if len(l.Instances) != 3 {
-			t.Fatalf("%s: %d instances", key, len(l.Instances))
+		if len(l.Quorum.Instances) != 3 || l.Addr != "" {
+			t.Fatalf("%s: %d instances, addr %q", key, len(l.Quorum.Instances), l.Addr)
 		}
-		for i, in := range l.Instances {
+		for i, in := range l.PerInstance() {
 			if in.Addr != target.Addrs[i] {
 				t.Errorf("%s: instance %d is %s, want Target order", key, i, in.Addr)
 			}
@@ -68,15 +69,15 @@ func TestRedlockCensus(t *testing.T) {
 		t.Errorf("lock:all ttl %v node %q, want ~20s api-1", all.TTL, all.Node)
 	}
 	two := check("lock:two", 2, true, v1)
-	if two.NoExpiry || two.TTL < 50*time.Second || two.Instances[1].Present || !two.Instances[2].NoExpiry {
-		t.Errorf("lock:two: ttl %v noExpiry %v instances %+v", two.TTL, two.NoExpiry, two.Instances)
+	if two.NoExpiry || two.TTL < 50*time.Second || two.Quorum.Instances[1].Present || !two.Quorum.Instances[2].NoExpiry {
+		t.Errorf("lock:two: ttl %v noExpiry %v instances %+v", two.TTL, two.NoExpiry, two.Quorum.Instances)
 	}
 	split := check("lock:split", 1, false, v1)
-	if split.Instances[1].Value != v2 {
-		t.Errorf("lock:split instance 2 value %q", split.Instances[1].Value)
+	if split.Quorum.Instances[1].Value != v2 {
+		t.Errorf("lock:split instance 2 value %q", split.Quorum.Instances[1].Value)
 	}
 	check("lock:one", 1, false, v2)
-	if b := got["lock:bulk:0000001"]; b.Quorum.Agree != 1 || !b.Instances[2].Present || b.Instances[0].Present {
+	if b := got["lock:bulk:0000001"]; b.Quorum.Agree != 1 || !b.Quorum.Instances[2].Present || b.Quorum.Instances[0].Present {
 		t.Errorf("bulk lock: %+v", b)
 	}
 
@@ -87,14 +88,21 @@ func TestRedlockCensus(t *testing.T) {
 		t.Fatalf("missing %v, want [%s]", census.Missing, servers[1].Addr)
 	}
 	got = byKey(t, census.Locks)
-	if l := got["lock:all"]; !l.Instances[1].Missing || l.Quorum.Agree != 2 || !l.Quorum.Reached {
-		t.Errorf("lock:all with instance 2 down: %+v quorum %+v", l.Instances, l.Quorum)
+	if l := got["lock:all"]; !l.Quorum.Instances[1].Missing || l.Quorum.Agree != 2 || !l.Quorum.Reached {
+		t.Errorf("lock:all with instance 2 down: quorum %+v", l.Quorum)
 	}
 	if _, ok := got["lock:one"]; ok {
 		t.Error("lock:one lived only on the dead instance yet is listed")
 	}
 	l, err := s.Get(ctx, "lock:split")
-	if err != nil || !l.Instances[1].Missing || l.Value != v1 {
+	if err != nil || !l.Quorum.Instances[1].Missing || l.Value != v1 {
 		t.Errorf("Get with one instance down: %+v %v", l, err)
+	}
+	l, err = s.Get(ctx, "lock:nowhere")
+	if !errors.Is(err, ErrGone) || !l.Gone || l.Quorum == nil || l.Quorum.Agree != 0 || l.Quorum.Reached {
+		t.Fatalf("Get(gone) = %+v, %v", l, err)
+	}
+	if in := l.PerInstance(); len(in) != 3 || in[0].Present || !in[1].Missing || in[2].Missing || in[2].Addr != target.Addrs[2] {
+		t.Errorf("Get(gone) instances %+v", in)
 	}
 }

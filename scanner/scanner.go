@@ -123,7 +123,8 @@ func New(t Target, opts Options) *Scanner {
 func (s *Scanner) Options() Options { return s.opts }
 
 // Get reads one key on every server of the target (for `lockscope show` and the detail pane).
-// A key that exists nowhere comes back with Gone set, its Instances filled, and ErrGone.
+// A key that exists nowhere comes back with Gone set, where it was looked for (Addr, or for
+// Redlock the Quorum's Instances), and ErrGone.
 func (s *Scanner) Get(ctx context.Context, key string) (Lock, error) {
 	p := s.newPass(sink{})
 	readers, err := s.readersFor(ctx, key)
@@ -141,9 +142,15 @@ func (s *Scanner) Get(ctx context.Context, key string) (Lock, error) {
 		return Lock{Key: key}, fmt.Errorf("%w: every instance is down (%s)", ErrUnreachable, strings.Join(c.Missing, ", "))
 	}
 	gone := Lock{Key: key, Gone: true, FetchedAt: p.fetched}
-	for _, r := range readers {
-		gone.Instances = append(gone.Instances, Instance{Addr: r.addr, Missing: p.isMissing(r.addr)})
+	if s.target.Mode != Redlock {
+		gone.Addr = readers[0].addr
+		return gone, ErrGone
 	}
+	q := &Quorum{Needed: len(readers)/2 + 1, Total: len(readers)}
+	for _, r := range readers {
+		q.Instances = append(q.Instances, Instance{Addr: r.addr, Missing: p.isMissing(r.addr)})
+	}
+	gone.Quorum = q
 	return gone, ErrGone
 }
 

@@ -65,8 +65,11 @@ func TestCensusDecodesEveryFormat(t *testing.T) {
 	if !s.HasFence || s.Fence != 1764400000123456 || !s.HasWaiters || s.Waiters != 2 {
 		t.Errorf("seed companions fence=%d/%v waiters=%d/%v", s.Fence, s.HasFence, s.Waiters, s.HasWaiters)
 	}
-	if s.Type != "string" || len(s.Instances) != 1 || s.Instances[0].Addr != target.Addrs[0] || !s.Instances[0].Present {
-		t.Errorf("seed type %q instances %+v", s.Type, s.Instances)
+	if s.Type != "string" || s.Addr != target.Addrs[0] || s.Quorum != nil {
+		t.Errorf("seed type %q addr %q quorum %+v", s.Type, s.Addr, s.Quorum)
+	}
+	if in := s.PerInstance(); len(in) != 1 || in[0] != (Instance{Addr: s.Addr, Present: true, Value: s.Value, TTL: s.TTL}) {
+		t.Errorf("seed per instance %+v", in)
 	}
 	if r := got["lock:reentrant"]; r.Reentry != 3 {
 		t.Errorf("reentrant count %d, want 3", r.Reentry)
@@ -77,8 +80,8 @@ func TestCensusDecodesEveryFormat(t *testing.T) {
 	if f := got["lock:forever"]; !f.NoExpiry || f.TTL != 0 {
 		t.Errorf("forever: noExpiry %v ttl %v", f.NoExpiry, f.TTL)
 	}
-	if b := got["lock:bsm"]; b.Meta != `{"job":7}` {
-		t.Errorf("bsm metadata %q", b.Meta)
+	if b := got["lock:bsm"]; b.Meta() != `{"job":7}` {
+		t.Errorf("bsm metadata %q", b.Meta())
 	}
 	r := got["lock:redisson"]
 	if r.Type != "hash" || r.Reentry != 2 || len(r.Owners) != 1 || r.Owners[0].ID != "3f2504e0-4f89-11d3-9a0c-0305e82c3301:57" || r.Node != r.Owners[0].ID {

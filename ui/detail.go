@@ -60,8 +60,8 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	if n, ok := waitersOf(l, waiters); ok {
 		add("waiters", strconv.Itoa(n))
 	}
-	if l.Meta != "" {
-		add("meta", safeText(l.Meta))
+	if meta := l.Meta(); meta != "" {
+		add("meta", safeText(meta))
 	}
 	for i, o := range l.Owners {
 		name := ""
@@ -82,9 +82,9 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		}
 		add(name, part)
 	}
-	if len(l.Instances) > 1 || l.Quorum != nil {
+	if q := l.Quorum; q != nil {
 		lines = append(lines, st.label.Render("instances"))
-		for _, in := range l.Instances {
+		for _, in := range q.Instances {
 			lines = append(lines, "  "+instanceLine(l, in, st))
 		}
 	}

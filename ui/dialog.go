@@ -221,8 +221,8 @@ func holderText(l *scanner.Lock) string {
 		return l.Node
 	case len(l.Owners) > 0:
 		return l.Owners[0].ID
-	case l.Meta != "":
-		return l.Meta
+	case l.Meta() != "":
+		return l.Meta()
 	}
 	return "unknown (" + string(l.Format) + ")"
 }

@@ -57,27 +57,21 @@ func newTestModel(t testing.TB, width, height int, opts ...modelOpt) (*Model, *f
 
 // fixture is a census with one lock of each interesting kind, read at t0.
 func fixture() []scanner.Lock {
-	inst := func(v string, ttl time.Duration) []scanner.Instance {
-		return []scanner.Instance{{Addr: "127.0.0.1:6379", Present: true, Value: v, TTL: ttl}}
-	}
 	return []scanner.Lock{
 		{
 			Key: "lock:order:1001", Format: scanner.FormatLockscope, Type: "string",
 			Node: "api-7", Trace: "req-42", AcquiredAt: t0.Add(-90 * time.Second),
 			TTL: 25 * time.Second, FetchedAt: t0, Fence: 1042, HasFence: true, Waiters: 2, HasWaiters: true,
-			Value:     "api-7:req-42:1796029110000:0123456789abcdef",
-			Instances: inst("api-7:req-42:1796029110000:0123456789abcdef", 25*time.Second),
+			Value: "api-7:req-42:1796029110000:0123456789abcdef", Addr: "127.0.0.1:6379",
 		},
 		{
 			Key: "lock:cart:7", Format: scanner.FormatLockscope, Type: "string",
 			Node: "worker-3", AcquiredAt: t0.Add(-12 * time.Minute), NoExpiry: true, FetchedAt: t0, Reentry: 2,
-			Value:     "worker-3:-:1796028480000:fedcba9876543210:2",
-			Instances: []scanner.Instance{{Addr: "127.0.0.1:6379", Present: true, NoExpiry: true, Value: "worker-3:-:1796028480000:fedcba9876543210:2"}},
+			Value: "worker-3:-:1796028480000:fedcba9876543210:2", Addr: "127.0.0.1:6379",
 		},
 		{
 			Key: "lock:pay:55", Format: scanner.FormatRedsync, Type: "string",
-			TTL: 3 * time.Second, FetchedAt: t0, Value: "Zm9vYmFyYmF6cXV4MTIzNA==",
-			Instances: inst("Zm9vYmFyYmF6cXV4MTIzNA==", 3*time.Second),
+			TTL: 3 * time.Second, FetchedAt: t0, Value: "Zm9vYmFyYmF6cXV4MTIzNA==", Addr: "127.0.0.1:6379",
 		},
 		{
 			Key: "lock:inv:9", Format: scanner.FormatRedisson, Type: "hash",

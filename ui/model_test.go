@@ -531,12 +531,11 @@ func TestRedlockDetailShowsInstancesAndQuorum(t *testing.T) {
 	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{{
 		Key: "lock:rl:1", Format: scanner.FormatLockscope, Node: "api-7", Trace: "req-1", Value: v,
 		TTL: 20 * time.Second, FetchedAt: t0,
-		Instances: []scanner.Instance{
+		Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3, Reached: false, Instances: []scanner.Instance{
 			{Addr: "10.0.0.1:6379", Present: true, Value: v, TTL: 20 * time.Second},
 			{Addr: "10.0.0.2:6379", Present: true, Value: "api-9:req-2:1796029110000:aaaaaaaaaaaaaaaa", TTL: 3 * time.Second},
 			{Addr: "10.0.0.3:6379", Missing: true},
-		},
-		Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3, Reached: false},
+		}},
 	}}})
 	selectKey(t, m, "lock:rl:1")
 	typeKeys(m, "enter")
