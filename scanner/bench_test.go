@@ -41,7 +41,8 @@ func BenchmarkCensus(b *testing.B) {
 // the scanner's census (key + holder + TTL decoded), `redis-cli --scan --pattern 'lock:*'`
 // (names only), a minimal go-redis loop (SCAN COUNT 1000, pipelined PTTL + GETRANGE, two
 // batches in flight), the same loop reading PTTL only (the least any census that shows TTLs
-// must ask the server), and the census again with SCAN COUNT 5000 instead of 1000.
+// must ask the server), and the census again with SCAN COUNT 5000 instead of 1000. It also
+// times how long Watch takes to deliver its first rows on that keyspace.
 // Heap: the peak during the default census and the live heap its result keeps. It is
 // opt-in: it runs only when -bench names it (-bench=CensusMillion), not with -bench=. .
 // docs/benchmarks/scanner.md has the command and results.
@@ -56,7 +57,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 	loadParallel(b, c, n)
 	b.Logf("loaded %d keys in %v", n, time.Since(loadStart).Round(time.Millisecond))
 
-	var cli, minimal, ttlOnly, census, census5000 time.Duration
+	var cli, minimal, ttlOnly, census, census5000, firstRows time.Duration
 	var peak, live uint64
 	b.ResetTimer()
 	for b.Loop() {
@@ -86,6 +87,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 		runtime.KeepAlive(res)
 		res = Census{}
 		runtime.GC()
+		firstRows += watchFirstRows(b, New(standalone(c, srv.Addr), Options{}))
 		census5000 += timeIt(b, func() int { // the same census with SCAN COUNT 5000
 			res, err := New(standalone(c, srv.Addr), Options{Count: 5000}).Census(context.Background())
 			if err != nil {
@@ -102,6 +104,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 	b.ReportMetric((ttlOnly / runs).Seconds(), "pttl-only-s")
 	b.ReportMetric(float64(cli)/float64(ttlOnly), "x-pttl-only-vs-rediscli")
 	b.ReportMetric((census5000 / runs).Seconds(), "census-count5000-s")
+	b.ReportMetric(float64((firstRows/runs).Microseconds())/1000, "watch-first-rows-ms")
 	b.ReportMetric(float64(cli)/float64(census), "x-faster-than-rediscli")
 	b.ReportMetric(float64(census)/float64(minimal), "x-of-minimal")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
@@ -115,6 +118,29 @@ func timeIt(b *testing.B, f func() int, want int) time.Duration {
 		b.Fatalf("found %d keys, want %d", got, want)
 	}
 	return time.Since(start)
+}
+
+// watchFirstRows starts a Watch and returns how long it took to deliver its first batch of
+// rows, then stops it.
+func watchFirstRows(b *testing.B, s *Scanner) time.Duration {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	updates := s.Watch(ctx)
+	for u := range updates {
+		switch u.Kind {
+		case UpdateBatch:
+			took := time.Since(start)
+			cancel()
+			for range updates { // Watch closes the channel once it has stopped
+			}
+			return took
+		case UpdateError:
+			b.Fatal(u.Err)
+		}
+	}
+	b.Fatal("watch ended without rows")
+	return 0
 }
 
 // loadParallel writes n lockscope-format locks with pipelined SET ... PX on 4 connections.
