@@ -3,6 +3,9 @@ package ui
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,4 +85,43 @@ func BenchmarkBuildViewMillionLocks(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkMemoryMillionLocks is the heap the console keeps for 1,000,000 locks, after one
+// scan pass and after a second pass that replaced every record, the view index built each
+// time. Records arrive as the scanner's Watch delivers them: batches of 5,000 in arrays of
+// their own, with strings of their own.
+func BenchmarkMemoryMillionLocks(b *testing.B) {
+	const n, batchLen = 1_000_000, 5000
+	var afterOne, afterTwo uint64
+	for b.Loop() {
+		m := loadedModel(b, 0, viewQuery{sort: sortByTTL})
+		pass := func(gen uint64) {
+			all := millionLocks(n)
+			for start := 0; start < n; start += batchLen {
+				m.locks.apply(slices.Clone(all[start:start+batchLen]), gen)
+			}
+			m.locks.prune(gen)
+			m.installView(buildView(m.locks.snapshot(), m.query, t0, m.stuckAfter), -1)
+		}
+		pass(1)
+		afterOne = max(afterOne, liveHeap())
+		pass(2)
+		afterTwo = max(afterTwo, liveHeap())
+		if m.locks.len() != n || len(m.view.rows) != n {
+			b.Fatalf("%d locks, %d rows", m.locks.len(), len(m.view.rows))
+		}
+		runtime.KeepAlive(m)
+	}
+	b.ReportMetric(float64(afterOne)/(1<<20), "live-MB-1-pass")
+	b.ReportMetric(float64(afterTwo)/(1<<20), "live-MB-2-passes")
+	b.ReportMetric(float64(afterTwo)/n, "B/lock")
+}
+
+// liveHeap is the heap's live objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
