@@ -16,16 +16,20 @@ import (
 // others then, and the slower instances finish in the background (a slow or frozen instance
 // does not hold up the caller). A re-entrant one waits for every instance, so that the next
 // level's release cannot overtake it on a slow instance. Otherwise it waits for every instance
-// that is not known to be down, each bounded by the instance timeout, and succeeds when a quorum answered and none of them
-// holds our value any more (an instance that did not answer keeps its copy until the TTL).
+// that is not known to be down, each bounded by the instance timeout, and succeeds when a
+// quorum answered and none of them holds our value any more (an instance that did not answer
+// keeps its copy until the TTL). An instance whose acquire answer is still out counts with
+// them: that late answer deletes the key it set, so it cannot keep our value either.
 // ErrNotHeld when so many instances no longer had our value that the lock had lost its
 // quorum before; ErrBackend when fewer than a quorum answered.
 func (s *redlockStore) release(ctx context.Context, key, value string, reentrant bool) (releaseResult, error) {
+	n := len(s.clients)
 	targets := s.allInstances()
+	undoing := 0 // instances whose acquire answer is still out: that answer deletes our key
 	if !reentrant {
 		targets = slices.DeleteFunc(targets, s.giveUp(key, value))
+		undoing = n - len(targets)
 	}
-	n := len(s.clients)
 	tally := func(got []instanceReply[int64]) (released, notHeld, left int) {
 		for _, r := range got {
 			switch {
@@ -51,7 +55,7 @@ func (s *redlockStore) release(ctx context.Context, key, value string, reentrant
 	released, notHeld, left := tally(got)
 	lostBefore := notHeld > n-s.quorum
 	switch {
-	case released >= s.quorum || !lostBefore && released > 0 && released+notHeld >= s.quorum:
+	case released >= s.quorum || !lostBefore && released > 0 && released+notHeld+undoing >= s.quorum:
 		s.publish(redlockHolderEvent(EventReleased, key, value))
 		return releaseResult{deleted: left == 0, count: left}, nil
 	case lostBefore:
