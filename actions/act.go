@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockscope/lockscope/locklib"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,16 +56,20 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 		return res, fmt.Errorf("%w: empty key", ErrBadRequest)
 	}
 	script, source, success := releaseScript, releaseSource, Released
+	keys, args := []string{key}, scriptArgs(expect, ttl)
 	if action == ActionExtend {
 		script, source, success = extendScript, extendSource, Extended
+	} else {
+		// release.lua wakes locklib's waiters: its queue keys, and the channels they listen on.
+		keys = append(keys, locklib.WaitQueueKey(key), locklib.WaitPresenceKey(key))
+		args = append(args, locklib.WakeChannelPrefix, locklib.RedlockReleasedChannel)
 	}
-	args := scriptArgs(expect, ttl)
 
 	res.Instances = make([]InstanceResult, len(a.target.Clients))
 	var wg sync.WaitGroup
 	for i, c := range a.target.Clients {
 		wg.Go(func() {
-			res.Instances[i] = a.runOn(ctx, c, a.addr(i), script, source, success, key, args)
+			res.Instances[i] = a.runOn(ctx, c, a.addr(i), script, source, success, keys, args)
 		})
 	}
 	wg.Wait()
@@ -88,11 +93,17 @@ func scriptArgs(expect string, ttl time.Duration) []any {
 	return args
 }
 
-func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string, script *redis.Script, source string, success Outcome, key string, args []any) InstanceResult {
+func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string, script *redis.Script, source string, success Outcome, keys []string, args []any) InstanceResult {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.InstanceTimeout)
 	defer cancel()
 	out := InstanceResult{Addr: addr}
-	reply, err := script.Run(ctx, c, []string{key}, args...).Slice()
+	reply, err := script.Run(ctx, c, keys, args...).Slice()
+	if len(keys) > 1 && isKeyPermissionError(err) {
+		// The user may not touch the wait-queue keys (an ACL key pattern like ~lock:*), and
+		// Redis refused the whole script for them before running it: release without the
+		// wake-up those keys serve.
+		reply, err = script.Run(ctx, c, keys[:1], args...).Slice()
+	}
 	if err != nil {
 		out.Outcome, out.Err = Failed, explainScriptError(err, source)
 		return out

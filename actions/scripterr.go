@@ -44,3 +44,9 @@ func explainScriptError(err error, source string) error {
 	}
 	return &ScriptPermissionError{Command: strings.ToUpper(call[1]), Err: err}
 }
+
+// isKeyPermissionError reports Redis' refusal of a command because of one of its keys (ACL key
+// patterns); the command did not run.
+func isKeyPermissionError(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOPERM") && strings.Contains(err.Error(), "key")
+}

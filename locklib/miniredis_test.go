@@ -87,7 +87,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 	// what a script publishes.
 	other := New(rdb, WithNode("demo-2"))
 	defer other.Close()
-	wakes := rdb.PSubscribe(ctx, wakeChannelPrefix+"*")
+	wakes := rdb.PSubscribe(ctx, WakeChannelPrefix+"*")
 	defer wakes.Close()
 	if _, err := wakes.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	msg, err := wakes.ReceiveMessage(short)
-	if err != nil || msg.Channel != wakeChannelPrefix+other.id {
+	if err != nil || msg.Channel != WakeChannelPrefix+other.id {
 		t.Fatalf("wake-up: %v %v", msg, err)
 	}
 	if err := <-waited; err != nil {

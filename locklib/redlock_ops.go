@@ -45,7 +45,7 @@ func (s *redlockStore) release(ctx context.Context, key, value string, reentrant
 	}
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, targets, timeout, func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, key, value, reentrant, redlockReleasedChannel)
+		return s.releaseOn(ctx, i, key, value, reentrant, RedlockReleasedChannel)
 	}, func(got []instanceReply[int64]) bool {
 		released, notHeld, _ := tally(got)
 		return !reentrant && released >= s.quorum || notHeld > n-s.quorum || s.onlyDownLeft(func(i int) bool {

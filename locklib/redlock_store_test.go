@@ -81,19 +81,6 @@ func (f *redlockFixture) holders(t *testing.T, key, value string) int {
 	return n
 }
 
-// eventually retries cond for a few seconds: acquire returns at a quorum, the remaining
-// instances answer a moment later.
-func redlockEventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func redlockTestValue() Value { return newValue("test-node", "trace-1", time.Now()) }
 
 // redlockMustAcquire retries req (as Obtain would) until it is acquired, and returns the
@@ -170,7 +157,7 @@ func TestRedlockStoreReentrant(t *testing.T) {
 			t.Fatalf("release to %d = %+v, %v", left, rel, err)
 		}
 	}
-	redlockEventually(t, "the key gone after the last level", func() bool { return f.holders(t, "lock:r", v.Base()+":1") == 0 })
+	redistest.Eventually(t, "the key gone after the last level", func() bool { return f.holders(t, "lock:r", v.Base()+":1") == 0 })
 }
 
 func TestRedlockStoreRefreshNeedsQuorum(t *testing.T) {
@@ -181,7 +168,7 @@ func TestRedlockStoreRefreshNeedsQuorum(t *testing.T) {
 	res, _ := redlockMustAcquire(t, s, acquireRequest{key: "lock:f", value: v, ttl: 2 * time.Second})
 	// acquire returns at a quorum; wait for the last SETs (go-redis would even resend one to
 	// a restarted instance), so that the faults below hit a lock on all 5.
-	redlockEventually(t, "the value on all 5", func() bool { return f.holders(t, "lock:f", res.value) == 5 })
+	redistest.Eventually(t, "the value on all 5", func() bool { return f.holders(t, "lock:f", res.value) == 5 })
 	before := time.Now()
 	until, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second)
 	if err != nil || !until.After(before.Add(2*time.Second)) {
@@ -217,7 +204,7 @@ func TestRedlockStoreWakeups(t *testing.T) {
 	// The subscriptions start in the background: publish until the first message lands.
 	deadline := time.After(5 * time.Second)
 	for i := 0; ; i++ {
-		if err := f.clients[2].Publish(ctx, redlockReleasedChannel, fmt.Sprintf("lock:w\nprobe-%d", i)).Err(); err != nil {
+		if err := f.clients[2].Publish(ctx, RedlockReleasedChannel, fmt.Sprintf("lock:w\nprobe-%d", i)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -259,7 +246,7 @@ func TestRedlockStoreWakeups(t *testing.T) {
 	}
 	// Once the first waiter leaves, the next release wakes the second.
 	stopFirst()
-	if err := f.clients[0].Publish(ctx, redlockReleasedChannel, "lock:w\nanother-holder").Err(); err != nil {
+	if err := f.clients[0].Publish(ctx, RedlockReleasedChannel, "lock:w\nanother-holder").Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -56,7 +56,7 @@ func TestRedlockAllUp(t *testing.T) {
 	if v, err := ParseValue(l.Value()); err != nil || v.Node != "test" || v.Trace != "t-up" {
 		t.Fatalf("value %q decodes to %+v, %v", l.Value(), v, err)
 	}
-	redlockEventually(t, "the value on all 5 instances", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
+	redistest.Eventually(t, "the value on all 5 instances", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
 	if d, err := l.TTL(ctx); err != nil || d <= 0 || d > 2*time.Second {
 		t.Fatalf("TTL = %v, %v; want within (0, 2s]", d, err)
 	}
@@ -70,7 +70,7 @@ func TestRedlockAllUp(t *testing.T) {
 		t.Fatalf("TTL after Release = %v, %v; want 0", d, err)
 	}
 	// Release returns once a quorum let go; the others follow at once.
-	redlockEventually(t, "the key gone from all 5", func() bool { return f.present(t, l.Key()) == 0 })
+	redistest.Eventually(t, "the key gone from all 5", func() bool { return f.present(t, l.Key()) == 0 })
 }
 
 func TestRedlockTwoOfFiveKilled(t *testing.T) {
@@ -92,7 +92,7 @@ func TestRedlockTwoOfFiveKilled(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	redlockEventually(t, "the key gone from the 3 live instances", func() bool { return f.present(t, l.Key()) == 0 })
+	redistest.Eventually(t, "the key gone from the 3 live instances", func() bool { return f.present(t, l.Key()) == 0 })
 }
 
 func TestRedlockThreeOfFiveKilled(t *testing.T) {
@@ -170,7 +170,7 @@ func TestRedlockReleaseCountsSetsStillOut(t *testing.T) {
 	f.servers[4].Resume()
 	resumed = true
 	// The late SETs land when the instances thaw, and their answers delete them.
-	redlockEventually(t, "late SETs undone", func() bool { return f.present(t, "lock:rl:late") == 0 })
+	redistest.Eventually(t, "late SETs undone", func() bool { return f.present(t, "lock:rl:late") == 0 })
 }
 
 func TestRedlockMutualExclusionWithRestart(t *testing.T) {
@@ -357,7 +357,7 @@ func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Obtain returns at a quorum; the last SETs land a moment later.
-		redlockEventually(t, "the value on all 5", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
+		redistest.Eventually(t, "the value on all 5", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
 		// As after a restart without persistence (or an operator's DEL): the key vanishes.
 		for _, rdb := range f.clients[:3] {
 			if err := rdb.Del(ctx, l.Key()).Err(); err != nil {
@@ -418,17 +418,19 @@ func TestRedlockReentrant(t *testing.T) {
 	if err := inner.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	redlockEventually(t, "the outer level on all 3 instances", func() bool { return f.holders(t, key, outer.Value()) == 3 })
+	redistest.Eventually(t, "the outer level on all 3 instances", func() bool { return f.holders(t, key, outer.Value()) == 3 })
 	if err := outer.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	redlockEventually(t, "the key gone after the last release", func() bool { return f.present(t, key) == 0 })
+	redistest.Eventually(t, "the key gone after the last release", func() bool { return f.present(t, key) == 0 })
 }
 
 func TestRedlockWakeUpOnRelease(t *testing.T) {
 	f := newRedlockFixture(t, 3)
-	// Polling alone would take up to 10s per step: a prompt hand-off needs the wake-up.
-	c := f.client(t, WithBackoff(10*time.Second, 10*time.Second))
+	// The back-off sleeps uniformly in [0, 10 min], cut to the holder's remaining TTL (10 s):
+	// a poll would come after 5 s all but 1 time in 120, so taking the lock sooner takes
+	// the wake-up.
+	c := f.client(t, WithBackoff(10*time.Minute, 10*time.Minute))
 	ctx := testCtx(t, 20*time.Second)
 	holder, err := c.Obtain(ctx, "lock:rl:wake", 10*time.Second)
 	if err != nil {
@@ -447,9 +449,9 @@ func TestRedlockWakeUpOnRelease(t *testing.T) {
 	// The waiter tried once and sleeps; wait until its Client subscribed on every instance
 	// (started by its first wait, in the background), so the release cannot go unheard.
 	for _, rdb := range f.clients {
-		redlockEventually(t, "the wake-up subscription", func() bool {
-			n, err := rdb.PubSubNumSub(ctx, redlockReleasedChannel).Result()
-			return err == nil && n[redlockReleasedChannel] > 0
+		redistest.Eventually(t, "the wake-up subscription", func() bool {
+			n, err := rdb.PubSubNumSub(ctx, RedlockReleasedChannel).Result()
+			return err == nil && n[RedlockReleasedChannel] > 0
 		})
 	}
 	released := time.Now()
@@ -459,8 +461,8 @@ func TestRedlockWakeUpOnRelease(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	// Polling would take 10s; the bound only has to tell a wake-up from that, on a loaded
-	// machine under -race.
+	// The bound only has to tell a wake-up from a poll (see above), on a loaded machine
+	// under -race.
 	if took := time.Since(released); took > 5*time.Second {
 		t.Fatalf("the waiter took %v after the release", took)
 	}

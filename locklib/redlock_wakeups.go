@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redlockReleasedChannel carries "<key>\n<value>" for every Redlock lock deleted by a release,
-// on each instance (published by redlock_release.lua).
-const redlockReleasedChannel = "lockscope:redlock:released"
+// RedlockReleasedChannel carries "<key>\n<value>" for every Redlock lock deleted by a release,
+// on each instance (published by redlock_release.lua, and by the inspector's force-release).
+const RedlockReleasedChannel = "lockscope:redlock:released"
 
 // redlockWakeups multiplexes release messages to waiters: one subscription per instance per
 // Client, started with the first waiter, whatever the number of keys and waiters. A release
@@ -73,7 +73,7 @@ func (w *redlockWakeups) start() {
 		w.readers.Add(1)
 		go func() {
 			defer w.readers.Done()
-			_ = ps.Subscribe(context.Background(), redlockReleasedChannel) // retried on reconnect
+			_ = ps.Subscribe(context.Background(), RedlockReleasedChannel) // retried on reconnect
 			for msg := range ps.Channel() {
 				if key, value, ok := strings.Cut(msg.Payload, "\n"); ok {
 					w.released(key, value)

@@ -29,5 +29,8 @@ var (
 	scriptLeave   = redis.NewScript(luaLib + luaLeave)
 )
 
-// wakeChannelPrefix + client id is the channel a client's waiters are woken on (lib.lua).
-const wakeChannelPrefix = "lockscope:wake:"
+// WakeChannelPrefix + a client id is the channel that client's waiters are woken on, with
+// "<waiter id>\n<key>" (lib.lua). A tool that deletes a lock on its holder's behalf (the
+// inspector's force-release) publishes there too, so the queue's head does not wait for its
+// next poll.
+const WakeChannelPrefix = "lockscope:wake:"

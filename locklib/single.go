@@ -102,7 +102,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 			res.holderTTL = -1
 		}
 		if req.waiterID != "" {
-			s.hub.start(wakeChannelPrefix + clientOf(req.waiterID))
+			s.hub.start(WakeChannelPrefix + clientOf(req.waiterID))
 		}
 		return res, nil
 	}

@@ -1,0 +1,134 @@
+package actions
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/scanner"
+	"github.com/redis/go-redis/v9"
+)
+
+// waitFor obtains key with c in the background (a waiter that polls rarely) and returns
+// the outcome.
+func waitFor(ctx context.Context, c *locklib.Client, key string) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Obtain(ctx, key, time.Minute)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	return got
+}
+
+// listen subscribes to pattern on c (a pattern subscription, so PUBSUB NUMSUB and CHANNELS
+// still count only locklib's own subscribers) and returns it once Redis confirmed it.
+func listen(t *testing.T, c *redis.Client, pattern string) *redis.PubSub {
+	t.Helper()
+	ps := c.PSubscribe(testCtx(t), pattern)
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// forceRelease releases held's key on target as an operator would, then checks that the
+// release published want on a channel starting with channelPrefix, and that the waiter got
+// the lock. (Whether a locklib waiter acts on such a message is locklib's own tests' job;
+// timing the waiter here could not tell a wake-up from a lucky back-off.)
+func forceRelease(t *testing.T, target scanner.Target, held *locklib.Lock, ps *redis.PubSub, channelPrefix string, want func(payload string) bool, waiter <-chan error) {
+	t.Helper()
+	res, err := New(target, Options{}).Release(testCtx(t), held.Key(), held.Value(), "stuck")
+	if err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	msg, err := ps.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatalf("no wake-up published: %v", err)
+	}
+	if !strings.HasPrefix(msg.Channel, channelPrefix) || !want(msg.Payload) {
+		t.Fatalf("published %q on %s", msg.Payload, msg.Channel)
+	}
+	if err := <-waiter; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestForceReleaseWakesTheQueuedWaiter(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	holder, waiter := locklib.New(c), locklib.New(c, locklib.WithBackoff(time.Second, time.Second))
+	defer holder.Close()
+	defer waiter.Close()
+	held, err := holder.Obtain(ctx, "lock:stuck", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := listen(t, c, locklib.WakeChannelPrefix+"*")
+	got := waitFor(ctx, waiter, "lock:stuck")
+	var queued []string
+	redistest.Eventually(t, "the waiter in the queue", func() bool {
+		queued, err = c.ZRange(ctx, locklib.WaitQueueKey("lock:stuck"), 0, -1).Result()
+		return err == nil && len(queued) == 1
+	})
+	// The entry is "<waiter id>|<ttl ms>|<value>", the id "<client id>:<n>": the wake-up
+	// names that waiter and the key, on its client's channel.
+	waiterID, _, _ := strings.Cut(queued[0], "|")
+	clientID, _, _ := strings.Cut(waiterID, ":")
+	forceRelease(t, target, held, ps, locklib.WakeChannelPrefix+clientID,
+		func(p string) bool { return p == waiterID+"\nlock:stuck" }, got)
+}
+
+func TestForceReleaseWakesRedlockWaiters(t *testing.T) {
+	target, clients, _ := redlock(t, 3)
+	ctx := testCtx(t)
+	universal := make([]redis.UniversalClient, len(clients))
+	for i, c := range clients {
+		universal[i] = c
+	}
+	holder, err := locklib.NewRedlock(universal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	waiter, err := locklib.NewRedlock(universal, locklib.WithBackoff(time.Second, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	held, err := holder.Obtain(ctx, "lock:rl:stuck", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := listen(t, clients[0], locklib.RedlockReleasedChannel)
+	got := waitFor(ctx, waiter, "lock:rl:stuck")
+	forceRelease(t, target, held, ps, locklib.RedlockReleasedChannel,
+		func(p string) bool { return p == "lock:rl:stuck\n"+held.Value() }, got)
+}
+
+// An operator whose ACL covers lock:* but not the wait-queue keys still releases: Redis
+// refuses a script that names those keys, so the release runs without them.
+func TestForceReleaseWithoutQueueKeyPermission(t *testing.T) {
+	target, c, s := standalone(t)
+	ctx := testCtx(t)
+	if err := c.Do(ctx, "ACL", "SETUSER", "locksonly", "on", ">pw", "~lock:*", "~lockscope:*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, c, "lock:acl", lockValue, time.Minute)
+	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "locksonly", "pw" })
+	a := New(scanner.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	if res, err := a.Release(ctx, "lock:acl", lockValue, ""); err != nil || res.Outcome != Released {
+		t.Fatalf("release with lock keys only: %q %v", res.Outcome, err)
+	}
+	if _, ok := redistest.Value(t, c, "lock:acl"); ok {
+		t.Fatal("key still there")
+	}
+}
