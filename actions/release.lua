@@ -6,8 +6,8 @@
 -- woken on ARGV[4+2n] .. <its client id>, and Redlock waiters hear "<key>\n<value>" on
 -- ARGV[5+2n] (n = ARGV[3], holder.lua's hash pairs): they take the lock now instead of at
 -- their next poll. Both are hints, so they are best effort: a server that refuses them (an
--- ACL without ZRANGE or PUBLISH) still gets the release, and without KEYS[2] (an ACL that
--- does not cover the queue keys, see act.go) only Redlock waiters are told.
+-- ACL without ZRANGE or PUBLISH) still gets the release, and without the queue keys (an ACL
+-- that does not cover them, see act.go) only Redlock waiters are told.
 local status, current = holder(KEYS[1])
 if status == 'match' then
   redis.call('DEL', KEYS[1])
