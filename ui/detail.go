@@ -12,13 +12,15 @@ import (
 )
 
 // detailPane shows everything known about the selected lock: decoded fields, the raw value,
-// and for Redlock and cluster targets each instance's value and TTL and the quorum.
+// the cluster master that holds it, or for Redlock each instance's value and TTL and the
+// quorum.
 type detailPane struct {
 	open bool
 }
 
-// view renders the pane's content (without border) for lock l in width x height.
-func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckAfter time.Duration, waiters map[string]int, st styles) string {
+// view renders the pane's content (without border) for lock l in width x height; cluster
+// says the target is a Redis Cluster (the master holding the key is worth a line).
+func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) string {
 	if l == nil {
 		return st.dim.Render("no lock selected")
 	}
@@ -59,6 +61,9 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	}
 	if n, ok := waitersOf(l, waiters); ok {
 		add("waiters", strconv.Itoa(n))
+	}
+	if cluster && l.Addr != "" {
+		add("master", safeText(l.Addr))
 	}
 	if meta := l.Meta(); meta != "" {
 		add("meta", safeText(meta))

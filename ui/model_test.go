@@ -525,6 +525,23 @@ func TestDemoPanePlugsIn(t *testing.T) {
 	mustContain(t, screen(m), "crash worker")
 }
 
+func TestClusterDetailNamesTheMaster(t *testing.T) {
+	for _, mode := range []scanner.Mode{scanner.Cluster, scanner.Standalone} {
+		m, _ := newTestModel(t, 140, 40, func(o *Options) { o.Target.Mode = mode })
+		lock := fixture()[0]
+		lock.Addr = "10.0.0.7:7001"
+		feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{lock}})
+		selectKey(t, m, lock.Key)
+		typeKeys(m, "enter")
+		// A standalone target has one server, named in the status bar already.
+		if mode == scanner.Cluster {
+			mustContain(t, screen(m), "master    10.0.0.7:7001")
+		} else {
+			mustNotContain(t, screen(m), "10.0.0.7:7001")
+		}
+	}
+}
+
 func TestRedlockDetailShowsInstancesAndQuorum(t *testing.T) {
 	m, _ := newTestModel(t, 140, 40)
 	v := "api-7:req-1:1796029110000:0123456789abcdef"
