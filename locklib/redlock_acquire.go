@@ -185,24 +185,10 @@ func (s *redlockStore) acquirePlainOn(ctx context.Context, a *redlockAttempt, i 
 // per-instance timeout passed, or ctx ended.
 func (a *redlockAttempt) collect(ctx context.Context, timeout time.Duration) ([]acquireReply, error) {
 	n, quorum := len(a.store.clients), a.store.quorum
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	got := make([]acquireReply, 0, n)
-	for len(got) < n {
-		select {
-		case r := <-a.replies:
-			got = append(got, r)
-			if !a.reentrant && countOutcome(got, acquireTaken) >= quorum || countOutcome(got, acquireRefused) > n-quorum ||
-				a.store.onlyDownLeft(func(i int) bool { return slices.ContainsFunc(got, func(r acquireReply) bool { return r.index == i }) }) {
-				return got, nil
-			}
-		case <-timer.C:
-			return got, nil
-		case <-ctx.Done():
-			return got, ctx.Err()
-		}
-	}
-	return got, nil
+	return gather(ctx, a.replies, n, timeout, func(got []acquireReply) bool {
+		return !a.reentrant && countOutcome(got, acquireTaken) >= quorum || countOutcome(got, acquireRefused) > n-quorum ||
+			a.store.onlyDownLeft(func(i int) bool { return slices.ContainsFunc(got, func(r acquireReply) bool { return r.index == i }) })
+	})
 }
 
 // decide closes the attempt: answers delivered meanwhile are added to got (so a reply that

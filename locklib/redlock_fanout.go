@@ -35,10 +35,16 @@ func fanOut[T any](ctx context.Context, s *redlockStore, indices []int, timeout 
 			replies <- instanceReply[T]{index: i, val: v, err: err}
 		})
 	}
+	return gather(ctx, replies, len(indices), timeout, decided)
+}
+
+// gather collects up to n replies until decided (nil: never) says the outcome cannot change
+// any more, timeout passes or ctx ends (then with ctx's error).
+func gather[R any](ctx context.Context, replies <-chan R, n int, timeout time.Duration, decided func(got []R) bool) ([]R, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	got := make([]instanceReply[T], 0, len(indices))
-	for len(got) < len(indices) {
+	got := make([]R, 0, n)
+	for len(got) < n {
 		select {
 		case r := <-replies:
 			got = append(got, r)
