@@ -38,10 +38,7 @@ func TestRedisCluster(t *testing.T) {
 	}
 
 	const key = "lock:cluster:hot"
-	held, err := a.Obtain(ctx, key, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, a, ctx, key, 5*time.Second)
 	got := make(chan error, 1)
 	go func() {
 		l, err := b.Obtain(ctx, key, time.Second) // another client: woken by a message

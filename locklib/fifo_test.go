@@ -20,10 +20,7 @@ func TestFIFOOrder(t *testing.T) {
 	holder, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:fifo"
-	held, err := holder.Obtain(ctx, key, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, holder, ctx, key, 10*time.Second)
 	clients := []*Client{}
 	for range 3 {
 		c, _ := newTestClient(t, srv)
@@ -76,10 +73,7 @@ func TestTryObtainDoesNotJumpQueue(t *testing.T) {
 		t.Fatalf("TryObtain jumped the queue: %v", err)
 	}
 	// The waiter never comes back (crashed): its entry goes stale and the key is free again.
-	l, err := c.Obtain(ctx, key, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, key, time.Second)
 	if n := rdb.ZCard(ctx, WaitQueueKey(key)).Val(); n != 0 {
 		t.Fatalf("stale waiter not pruned: %d left", n)
 	}
@@ -96,10 +90,7 @@ func TestEventsPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "lock:events"
-	a, err := c.Obtain(ctx, key, 300*time.Millisecond, WithTrace("t-1"), WithWatchdog(), WithMaxRenewals(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustObtain(t, c, ctx, key, 300*time.Millisecond, WithTrace("t-1"), WithWatchdog(), WithMaxRenewals(1))
 	got := make(chan *Lock, 1)
 	go func() {
 		l, err := c.Obtain(ctx, key, time.Second)
@@ -178,10 +169,7 @@ func TestEventsOff(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.Obtain(ctx, "lock:quiet", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:quiet", time.Second)
 	_ = l.Release(ctx)
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
@@ -209,10 +197,7 @@ func TestLeaveAfterHandOverReleases(t *testing.T) {
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
 	const key = "lock:left"
-	held, err := c.Obtain(ctx, key, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, c, ctx, key, 5*time.Second)
 	s := c.store.(*singleStore)
 	now := time.Now()
 	signal, stop := s.wakeups(key)
@@ -253,10 +238,7 @@ func TestAcquiredAtIsTakeTimeNotWaitStart(t *testing.T) {
 	otherClient, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
 	const key = "lock:stamp"
-	held, err := holderClient.Obtain(ctx, key, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, holderClient, ctx, key, 5*time.Second)
 	got := make(chan *Lock, 2)
 	for _, c := range []*Client{holderClient, otherClient} {
 		go func() {

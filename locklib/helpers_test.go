@@ -27,6 +27,17 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// mustObtain is Obtain that fails the test (from the test's own goroutine) when the lock is
+// not obtained.
+func mustObtain(t *testing.T, c *Client, ctx context.Context, key string, ttl time.Duration, opts ...LockOption) *Lock {
+	t.Helper()
+	l, err := c.Obtain(ctx, key, ttl, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // overlapDetector counts critical sections that ran at the same time. Atomics only: Redis
 // round trips are no happens-before edge for the race detector.
 type overlapDetector struct {
@@ -42,6 +53,22 @@ func (d *overlapDetector) section(work time.Duration) {
 	d.sections.Add(1)
 	time.Sleep(work)
 	d.inside.Add(-1)
+}
+
+// critical takes key with c, runs a section of work under it and releases it. A failure
+// is reported with t.Error (it may run on any goroutine) and returns false.
+func (d *overlapDetector) critical(t *testing.T, ctx context.Context, c *Client, key string, ttl, work time.Duration) bool {
+	l, err := c.Obtain(ctx, key, ttl)
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	d.section(work)
+	if err := l.Release(ctx); err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

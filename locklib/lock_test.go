@@ -20,14 +20,8 @@ func TestMutualExclusion(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 15 {
-				l, err := c.Obtain(ctx, "lock:mutex", time.Second)
-				if err != nil {
-					t.Error(err)
+				if !d.critical(t, ctx, c, "lock:mutex", time.Second, time.Millisecond) {
 					return
-				}
-				d.section(time.Millisecond)
-				if err := l.Release(ctx); err != nil {
-					t.Error(err)
 				}
 			}
 		})
@@ -51,17 +45,7 @@ func TestHighContention(t *testing.T) {
 		if i%2 == 1 {
 			c = b
 		}
-		wg.Go(func() {
-			l, err := c.Obtain(ctx, "lock:hot", 2*time.Second)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			d.section(100 * time.Microsecond)
-			if err := l.Release(ctx); err != nil {
-				t.Error(err)
-			}
-		})
+		wg.Go(func() { d.critical(t, ctx, c, "lock:hot", 2*time.Second, 100*time.Microsecond) })
 	}
 	wg.Wait()
 	if d.overlaps.Load() != 0 || d.sections.Load() != 100 {
@@ -73,15 +57,10 @@ func TestExpiryFreesAbandonedLock(t *testing.T) {
 	srv := redistest.Start(t)
 	c, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	if _, err := c.Obtain(ctx, "lock:abandoned", 150*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustObtain(t, c, ctx, "lock:abandoned", 150*time.Millisecond)
 	// Never released: the next Obtain gets it once the TTL runs out.
 	start := time.Now()
-	l, err := c.Obtain(ctx, "lock:abandoned", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:abandoned", time.Second)
 	if waited := time.Since(start); waited < 100*time.Millisecond {
 		t.Fatalf("obtained after %v, before the abandoned lock expired", waited)
 	}
@@ -94,15 +73,9 @@ func TestNoCrossDelete(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	a, err := c.Obtain(ctx, "lock:cross", 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustObtain(t, c, ctx, "lock:cross", 100*time.Millisecond)
 	time.Sleep(150 * time.Millisecond) // A's lock expires
-	b, err := c.Obtain(ctx, "lock:cross", 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustObtain(t, c, ctx, "lock:cross", 5*time.Second)
 	if err := a.Release(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("A released B's lock: err = %v", err)
 	}
@@ -149,13 +122,10 @@ func TestObtainContextEnds(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	held, err := c.Obtain(ctx, "lock:ctx", 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, c, ctx, "lock:ctx", 5*time.Second)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = c.Obtain(short, "lock:ctx", time.Second)
+	_, err := c.Obtain(short, "lock:ctx", time.Second)
 	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrBackend) {
 		t.Fatalf("err = %v, want ErrNotObtained joined with DeadlineExceeded", err)
 	}
@@ -177,10 +147,7 @@ func TestReleaseWithCancelledContext(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
-	l, err := c.Obtain(ctx, "lock:cancelled", 30*time.Second, WithWatchdog())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:cancelled", 30*time.Second, WithWatchdog())
 	cancel()
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("release with a cancelled ctx: %v", err)
@@ -200,10 +167,7 @@ func TestWatchdogKeepsLockAndStopsAtCap(t *testing.T) {
 			renewals.Add(1)
 		}
 	})))
-	l, err := c.Obtain(ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(8))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(8))
 	// 8 renewals at ttl/3 keep it until about 8*ttl/3 + ttl = 550ms.
 	time.Sleep(2 * ttl)
 	if got := rdb.Get(ctx, "lock:dog").Val(); got != l.Value() {
@@ -224,10 +188,7 @@ func TestWatchdogMaxHold(t *testing.T) {
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
 	start := time.Now()
-	l, err := c.Obtain(ctx, "lock:hold", 90*time.Millisecond, WithWatchdog(), WithMaxHold(400*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:hold", 90*time.Millisecond, WithWatchdog(), WithMaxHold(400*time.Millisecond))
 	<-l.Lost()
 	waitGone(t, rdb, "lock:hold", time.Second)
 	// Renewed well past its 90ms TTL, and never past the max hold (plus generous slack
@@ -241,10 +202,7 @@ func TestLostAfterExternalDelete(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	l, err := c.Obtain(ctx, "lock:deleted", 150*time.Millisecond, WithWatchdog())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:deleted", 150*time.Millisecond, WithWatchdog())
 	rdb.Del(ctx, "lock:deleted")
 	waitLost(t, l, 3*time.Second, "after DEL", ErrLost, ErrNotHeld)
 }
@@ -253,10 +211,7 @@ func TestLostWithoutWatchdog(t *testing.T) {
 	srv := redistest.Start(t)
 	c, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	l, err := c.Obtain(ctx, "lock:nodog", 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:nodog", 100*time.Millisecond)
 	waitLost(t, l, 3*time.Second, "after the TTL", ErrValidityPassed)
 }
 
@@ -264,10 +219,7 @@ func TestLostWhenServerPaused(t *testing.T) {
 	srv := redistest.Start(t)
 	c, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	l, err := c.Obtain(ctx, "lock:paused", 300*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:paused", 300*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
 	srv.Pause() // the harness resumes it at cleanup if the wait fails
 	waitLost(t, l, 3*time.Second, "while the server was paused past the TTL", ErrValidityPassed)
 	srv.Resume()
@@ -278,10 +230,7 @@ func TestObtainPromptWhenServerKilled(t *testing.T) {
 	srv := redistest.Start(t)
 	c, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 20*time.Second)
-	held, err := c.Obtain(ctx, "lock:killed", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, c, ctx, "lock:killed", 10*time.Second)
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Obtain(ctx, "lock:killed", time.Second)
@@ -307,10 +256,7 @@ func TestScriptFlush(t *testing.T) {
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
 	for range 2 {
-		l, err := c.Obtain(ctx, "lock:flush", time.Second, WithWatchdog())
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustObtain(t, c, ctx, "lock:flush", time.Second, WithWatchdog())
 		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}

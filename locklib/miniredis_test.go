@@ -21,17 +21,11 @@ func TestMiniredisCompatibility(t *testing.T) {
 	ctx := ContextWithOwner(context.Background(), "worker-1")
 	const key = "lock:demo:a"
 
-	l, err := c.Obtain(ctx, key, time.Second, Reentrant(), WithTrace("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, key, time.Second, Reentrant(), WithTrace("t"))
 	if l.Token() <= 0 {
 		t.Fatalf("token %d", l.Token())
 	}
-	again, err := c.Obtain(ctx, key, time.Second, Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := mustObtain(t, c, ctx, key, time.Second, Reentrant())
 	if again.Token() != l.Token() {
 		t.Fatalf("re-entry token %d, want %d", again.Token(), l.Token())
 	}
@@ -57,10 +51,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 	if mr.Exists(key) {
 		t.Fatal("key still exists after the last release")
 	}
-	next, err := c.Obtain(context.Background(), key, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := mustObtain(t, c, context.Background(), key, time.Second)
 	if next.Token() <= l.Token() {
 		t.Fatalf("token %d after %d", next.Token(), l.Token())
 	}
@@ -92,10 +83,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 	if _, err := wakes.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held, err := c.Obtain(ctx, key, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustObtain(t, c, ctx, key, time.Second)
 	go func() {
 		w, err := other.Obtain(context.Background(), key, time.Second)
 		if err == nil {

@@ -46,10 +46,7 @@ func TestRedlockAllUp(t *testing.T) {
 	f := newRedlockFixture(t, 5)
 	c := f.client(t)
 	ctx := testCtx(t, 10*time.Second)
-	l, err := c.Obtain(ctx, "lock:rl:up", 2*time.Second, WithTrace("t-up"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:rl:up", 2*time.Second, WithTrace("t-up"))
 	if l.Token() != 0 {
 		t.Fatalf("Token() = %d: Redlock has no safe fencing token, want 0", l.Token())
 	}
@@ -196,18 +193,11 @@ func TestRedlockMutualExclusionWithRestart(t *testing.T) {
 					return
 				default:
 				}
-				l, err := c.Obtain(ctx, "lock:rl:mutex", ttl)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				d.section(time.Millisecond)
 				// The lock held when an instance is killed may have had its quorum on
 				// exactly that one and two others, with the SETs on the last two still
 				// out: its release confirms 2 of 5 and must still succeed, because those
 				// late SETs are undone when they answer.
-				if err := l.Release(ctx); err != nil {
-					t.Error(err)
+				if !d.critical(t, ctx, c, "lock:rl:mutex", ttl, time.Millisecond) {
 					return
 				}
 			}
@@ -314,14 +304,11 @@ func TestRedlockRefreshWithQuorumDown(t *testing.T) {
 	f := newRedlockFixture(t, 5)
 	c := f.client(t)
 	ctx := testCtx(t, 10*time.Second)
-	l, err := c.Obtain(ctx, "lock:rl:refresh", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:rl:refresh", time.Second)
 	for _, s := range f.servers[2:] {
 		s.Kill()
 	}
-	err = l.Refresh(ctx, time.Second)
+	err := l.Refresh(ctx, time.Second)
 	if !errors.Is(err, ErrBackend) || errors.Is(err, ErrNotHeld) {
 		t.Fatalf("Refresh with 3 of 5 down: %v, want ErrBackend", err)
 	}
@@ -333,10 +320,7 @@ func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
 		f := newRedlockFixture(t, 5)
 		c := f.client(t)
 		ctx := testCtx(t, 10*time.Second)
-		l, err := c.Obtain(ctx, "lock:rl:dog", 900*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustObtain(t, c, ctx, "lock:rl:dog", 900*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
 		time.Sleep(500 * time.Millisecond) // at least one renewal at ttl/3
 		select {
 		case <-l.Lost():
@@ -352,10 +336,7 @@ func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
 		f := newRedlockFixture(t, 5)
 		c := f.client(t)
 		ctx := testCtx(t, 10*time.Second)
-		l, err := c.Obtain(ctx, "lock:rl:dog", 900*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustObtain(t, c, ctx, "lock:rl:dog", 900*time.Millisecond, WithWatchdog(), WithMaxRenewals(0))
 		// Obtain returns at a quorum; the last SETs land a moment later.
 		redistest.Eventually(t, "the value on all 5", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
 		// As after a restart without persistence (or an operator's DEL): the key vanishes.
@@ -372,10 +353,7 @@ func TestRedlockSingleInstance(t *testing.T) {
 	f := newRedlockFixture(t, 1)
 	c := f.client(t)
 	ctx := testCtx(t, 10*time.Second)
-	l, err := c.Obtain(ctx, "lock:rl:one", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:rl:one", time.Second)
 	if _, err := c.TryObtain(ctx, l.Key(), time.Second); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("TryObtain of a held lock: %v", err)
 	}
@@ -398,14 +376,8 @@ func TestRedlockReentrant(t *testing.T) {
 	c := f.client(t)
 	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "job-42")
 	const key = "lock:rl:reentrant"
-	outer, err := c.Obtain(ctx, key, 2*time.Second, Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := c.Obtain(ctx, key, 2*time.Second, Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
+	outer := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant())
+	inner := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant())
 	ov, _ := ParseValue(outer.Value())
 	iv, _ := ParseValue(inner.Value())
 	if ov.Count != 1 || iv.Count != 2 || ov.Base() != iv.Base() {
@@ -432,10 +404,7 @@ func TestRedlockWakeUpOnRelease(t *testing.T) {
 	// the wake-up.
 	c := f.client(t, WithBackoff(10*time.Minute, 10*time.Minute))
 	ctx := testCtx(t, 20*time.Second)
-	holder, err := c.Obtain(ctx, "lock:rl:wake", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := mustObtain(t, c, ctx, "lock:rl:wake", 10*time.Second)
 	got := make(chan error, 1)
 	go func() {
 		// A long ttl, hence a long per-instance timeout (505ms): on a loaded machine the
@@ -477,10 +446,7 @@ func TestRedlockEvents(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.Obtain(ctx, "lock:rl:events", time.Second, WithTrace("t-ev"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:rl:events", time.Second, WithTrace("t-ev"))
 	if err := l.Refresh(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -572,14 +538,8 @@ func TestRedlockMiniredisCompatibility(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "worker-1")
-	l, err := c.Obtain(ctx, "lock:demo:a", time.Second, Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := c.Obtain(ctx, "lock:demo:a", time.Second, Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustObtain(t, c, ctx, "lock:demo:a", time.Second, Reentrant())
+	again := mustObtain(t, c, ctx, "lock:demo:a", time.Second, Reentrant())
 	if err := again.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

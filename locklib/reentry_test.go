@@ -15,18 +15,12 @@ func TestReentryCounts(t *testing.T) {
 	c, rdb := newTestClient(t, srv)
 	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "job-42")
 	const key = "lock:reentrant"
-	outer, err := c.Obtain(ctx, key, 5*time.Second, Reentrant(), WithTrace("req-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	outer := mustObtain(t, c, ctx, key, 5*time.Second, Reentrant(), WithTrace("req-1"))
 	if !strings.HasSuffix(outer.Value(), ":1") {
 		t.Fatalf("value %q has no count 1", outer.Value())
 	}
 	base := strings.TrimSuffix(outer.Value(), ":1")
-	inner, err := c.Obtain(ctx, key, time.Second, Reentrant())
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := mustObtain(t, c, ctx, key, time.Second, Reentrant())
 	if inner.Value() != base+":2" || rdb.Get(ctx, key).Val() != base+":2" {
 		t.Fatalf("re-entry value %q, stored %q, want %q", inner.Value(), rdb.Get(ctx, key).Val(), base+":2")
 	}
@@ -81,10 +75,7 @@ func TestFencingTokensMonotonic(t *testing.T) {
 	const key = "lock:fenced"
 	var last int64
 	for i := range 30 {
-		l, err := c.Obtain(ctx, key, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustObtain(t, c, ctx, key, time.Second)
 		if l.Token() <= last {
 			t.Fatalf("acquisition %d: token %d not above %d", i, l.Token(), last)
 		}
