@@ -118,28 +118,15 @@ func (p *pass) readCompanions(ctx context.Context, rdb redis.Cmdable, locks []Lo
 	var refused [readKinds]bool
 	for j, i := range idx {
 		l := &locks[i]
+		var err error
 		if c := fences[j]; c != nil {
-			switch v, err := c.Result(); {
-			case err == nil:
-				l.Fence, l.HasFence = parseFence(v)
-			case err == redis.Nil || isWrongType(err):
-			case isNoPerm(err):
-				refused[readFence] = true
-			default:
-				return replyErr("GET", err)
+			if l.Fence, l.HasFence, err = fenceReply(c, &refused); err != nil {
+				return err
 			}
 		}
 		if c := cards[j]; c != nil {
-			switch n, err := c.Result(); {
-			case err == nil:
-				l.Waiters = int(n)
-			case isWrongType(err):
-				l.HasWaiters = false
-			case isNoPerm(err):
-				refused[readWaiters] = true
-				l.HasWaiters = false
-			default:
-				return replyErr("ZCARD", err)
+			if l.Waiters, l.HasWaiters, err = waitersReply(c, &refused); err != nil {
+				return err
 			}
 		}
 	}

@@ -179,26 +179,15 @@ func (kr *keyReader) readKeys(ctx context.Context, rdb redis.Cmdable, keys []str
 				return nil, replyErr("GETRANGE", err)
 			}
 		}
+		var err error
 		if fences != nil {
-			switch v, err := fences[i].Result(); {
-			case err == nil:
-				r.fence, r.hasFence = parseFence(v)
-			case err == redis.Nil || isWrongType(err):
-			case isNoPerm(err):
-				refused[readFence] = true
-			default:
-				return nil, replyErr("GET", err)
+			if r.fence, r.hasFence, err = fenceReply(fences[i], &refused); err != nil {
+				return nil, err
 			}
 		}
 		if waiters != nil {
-			switch n, err := waiters[i].Result(); {
-			case err == nil:
-				r.waiters, r.hasWaiters = int(n), true
-			case isWrongType(err):
-			case isNoPerm(err):
-				refused[readWaiters] = true
-			default:
-				return nil, replyErr("ZCARD", err)
+			if r.waiters, r.hasWaiters, err = waitersReply(waiters[i], &refused); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -212,6 +201,37 @@ func (kr *keyReader) readKeys(ctx context.Context, rdb redis.Cmdable, keys []str
 		}
 	}
 	return out, nil
+}
+
+// fenceReply reads the GET of a fence key: the token when there is one. An absent key (or one
+// of another type) has none; a refused read is noted in refused.
+func fenceReply(c *redis.StringCmd, refused *[readKinds]bool) (fence int64, has bool, err error) {
+	switch v, err := c.Result(); {
+	case err == nil:
+		fence, has = parseFence(v)
+		return fence, has, nil
+	case err == redis.Nil || isWrongType(err):
+	case isNoPerm(err):
+		refused[readFence] = true
+	default:
+		return 0, false, replyErr("GET", err)
+	}
+	return 0, false, nil
+}
+
+// waitersReply reads the ZCARD of a wait queue; known is false when it could not be read as
+// one (another type, or refused: noted in refused).
+func waitersReply(c *redis.IntCmd, refused *[readKinds]bool) (n int, known bool, err error) {
+	switch card, err := c.Result(); {
+	case err == nil:
+		return int(card), true, nil
+	case isWrongType(err):
+	case isNoPerm(err):
+		refused[readWaiters] = true
+	default:
+		return 0, false, replyErr("ZCARD", err)
+	}
+	return 0, false, nil
 }
 
 func companionKeys(keys []string, fences, queues bool) (fenceKeys, queueKeys []string) {
