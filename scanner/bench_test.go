@@ -42,7 +42,8 @@ func BenchmarkCensus(b *testing.B) {
 // (names only), a minimal go-redis loop (SCAN COUNT 1000, pipelined PTTL + GETRANGE, two
 // batches in flight), the same loop reading PTTL only (the least any census that shows TTLs
 // must ask the server), and the census again with SCAN COUNT 5000 instead of 1000. It also
-// times how long Watch takes to deliver its first rows on that keyspace.
+// times how long Watch takes to deliver its first rows on that keyspace, and reads the
+// server's CPU time (INFO cpu) around the census: how much of it the server was busy.
 // Heap: the peak during the default census and the live heap its result keeps. It is
 // opt-in: it runs only when -bench names it (-bench=CensusMillion), not with -bench=. .
 // docs/benchmarks/scanner.md has the command and results.
@@ -57,7 +58,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 	loadParallel(b, c, n)
 	b.Logf("loaded %d keys in %v", n, time.Since(loadStart).Round(time.Millisecond))
 
-	var cli, minimal, ttlOnly, census, census5000, firstRows time.Duration
+	var cli, minimal, ttlOnly, census, census5000, firstRows, censusServerCPU time.Duration
 	var peak, live uint64
 	b.ResetTimer()
 	for b.Loop() {
@@ -67,6 +68,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 		runtime.GC()
 		var p uint64
 		var res Census
+		cpuBefore := serverCPU(b, c)
 		census += timeIt(b, func() int {
 			p = peakHeap(func() {
 				var err error
@@ -82,6 +84,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 			})
 			return len(res.Locks)
 		}, n)
+		censusServerCPU += serverCPU(b, c) - cpuBefore
 		peak = max(peak, p)
 		live = max(live, liveHeap()) // what the result keeps, outside the timed census
 		runtime.KeepAlive(res)
@@ -105,6 +108,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 	b.ReportMetric(float64(cli)/float64(ttlOnly), "x-pttl-only-vs-rediscli")
 	b.ReportMetric((census5000 / runs).Seconds(), "census-count5000-s")
 	b.ReportMetric(float64((firstRows/runs).Microseconds())/1000, "watch-first-rows-ms")
+	b.ReportMetric((censusServerCPU / runs).Seconds(), "census-server-cpu-s")
 	b.ReportMetric(float64(cli)/float64(census), "x-faster-than-rediscli")
 	b.ReportMetric(float64(census)/float64(minimal), "x-of-minimal")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
@@ -118,6 +122,27 @@ func timeIt(b *testing.B, f func() int, want int) time.Duration {
 		b.Fatalf("found %d keys, want %d", got, want)
 	}
 	return time.Since(start)
+}
+
+// serverCPU is the CPU time redis-server's main thread has used (INFO cpu).
+func serverCPU(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seconds float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, field := range []string{"used_cpu_sys_main_thread:", "used_cpu_user_main_thread:"} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu %s: %v", line, err)
+				}
+				seconds += f
+			}
+		}
+	}
+	return time.Duration(seconds * float64(time.Second))
 }
 
 // watchFirstRows starts a Watch and returns how long it took to deliver its first batch of
