@@ -59,9 +59,10 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	keys, args := []string{key}, scriptArgs(expect, ttl)
 	if action == ActionExtend {
 		script, source, success = extendScript, extendSource, Extended
+		keys = append(keys, locklib.LevelsKey(key))
 	} else {
 		// release.lua wakes locklib's waiters: its queue keys, and the channels they listen on.
-		keys = append(keys, locklib.WaitQueueKey(key), locklib.WaitPresenceKey(key))
+		keys = append(keys, locklib.WaitQueueKey(key), locklib.WaitPresenceKey(key), locklib.LevelsKey(key))
 		args = append(args, locklib.WakeChannelPrefix, locklib.RedlockReleasedChannel)
 	}
 
@@ -99,9 +100,9 @@ func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string,
 	out := InstanceResult{Addr: addr}
 	reply, err := script.Run(ctx, c, keys, args...).Slice()
 	if len(keys) > 1 && isKeyPermissionError(err) {
-		// The user may not touch the wait-queue keys (an ACL key pattern like ~lock:*), and
-		// Redis refused the whole script for them before running it: release without the
-		// wake-up those keys serve.
+		// The user may not touch the companion keys (an ACL key pattern like ~lock:*), and
+		// Redis refused the whole script for them before running it: act on the key alone
+		// (a release without the wake-up, a re-entrant lock's levels left to expire).
 		reply, err = script.Run(ctx, c, keys[:1], args...).Slice()
 	}
 	if err != nil {

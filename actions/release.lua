@@ -11,6 +11,10 @@
 local status, current = holder(KEYS[1])
 if status == 'match' then
   redis.call('DEL', KEYS[1])
+  -- A re-entrant locklib lock's levels set (KEYS[4], locklib.LevelsKey) goes with it.
+  if KEYS[4] and redis.call('TYPE', KEYS[4])['ok'] == 'set' then
+    redis.call('DEL', KEYS[4])
+  end
   local n = tonumber(ARGV[3])
   local wakePrefix, releasedChannel = ARGV[4 + 2 * n], ARGV[5 + 2 * n]
   -- Queue entries are '<waiter id>|<ttl ms>|<value>', waiter ids '<client id>:<n>'

@@ -3,10 +3,12 @@ package actions
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
@@ -261,5 +263,42 @@ func TestScriptPermissionErrorNamesTheCommand(t *testing.T) {
 	}
 	if v, ok := redistest.Value(t, c, "lock:p"); !ok || v != lockValue {
 		t.Fatal("lock changed")
+	}
+}
+
+// A re-entrant locklib lock keeps its levels (locklib.LevelsKey) as long as the key: an
+// operator's extend moves both, and the holder's levels still release after the old TTL.
+func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := locklib.ContextWithOwner(testCtx(t), "job")
+	lc := locklib.New(c)
+	defer lc.Close()
+	outer, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(target, Options{})
+	if res, err := a.Extend(ctx, "lock:levels", inner.Value(), time.Minute, "stuck job"); err != nil || res.Outcome != Extended {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if ttl := c.PTTL(ctx, locklib.LevelsKey("lock:levels")).Val(); ttl < 59*time.Second {
+		t.Fatalf("the levels set lives %v after an extend to 1m", ttl)
+	}
+	time.Sleep(400 * time.Millisecond) // past the TTL the levels were taken with
+	if err := inner.Release(ctx); err != nil {
+		t.Fatalf("inner level after the extend: %v", err)
+	}
+	if res, err := a.Release(ctx, "lock:levels", strings.TrimSuffix(inner.Value(), ":2")+":1", "stuck"); err != nil || res.Outcome != Released {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if c.Exists(ctx, locklib.LevelsKey("lock:levels")).Val() != 0 {
+		t.Fatal("a force-release left the levels set")
+	}
+	if err := outer.Release(ctx); !errors.Is(err, locklib.ErrNotHeld) {
+		t.Fatalf("outer level after a force-release: %v, want ErrNotHeld", err)
 	}
 }

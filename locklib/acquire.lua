@@ -1,39 +1,51 @@
--- One attempt to take KEYS[1]: SET NX PX with a fencing token, FIFO queue, re-entry.
--- KEYS: lock, fence counter, wait queue (score = arrival), presence (score = deadline ms)
--- ARGV: value, ttl ms, re-entry rand ('' = not re-entrant), queue entry ('' = do not queue;
---       '<waiter id>|<ttl ms>|<value>'), presence window ms, fence counter lifetime ms,
+-- One attempt of one Obtain (operation id op) to take KEYS[1]: SET NX PX with a fencing token,
+-- FIFO queue, re-entry.
+-- KEYS: lock, fence counter, wait queue (score = arrival), presence (score = deadline ms),
+--       levels (a re-entrant lock's operation ids), ended operations
+-- ARGV: value, ttl ms, re-entry rand ('' = not re-entrant), op, queue entry ('' = do not
+--       queue; '<op>|<ttl ms>|<value>'), presence window ms, fence counter lifetime ms,
 --       acquired event, waiting event
--- Returns {acquired 0/1, value (ours, or the holder's), token, waiters, pttl ms[, queue position]}.
-local key, fence, queue, presence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local value, ttl, rand, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local window, fenceTTL = tonumber(ARGV[5]), ARGV[6]
-local acquiredEvent, waitingEvent = ARGV[7], ARGV[8]
+-- Returns {status, value (ours, or the holder's), token, waiters, pttl ms[, queue position]}:
+-- status 1 taken, 0 not taken, -2 op has ended (a late copy of a request of an Obtain that
+-- already returned: it must not take the lock for nobody).
+local key, fence, queue, presence, levels, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local value, ttl, rand, op, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local window, fenceTTL = tonumber(ARGV[6]), ARGV[7]
+local acquiredEvent, waitingEvent = ARGV[8], ARGV[9]
+
+checkTypes(key, 'string', fence, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
+local now = nowMs()
+if ended(done, op, now) then
+  return {-2, '', '0', 0, 0}
+end
 
 local cur = redis.call('GET', key)
 
-if cur and entry ~= '' and rand == '' and sameHolder(cur, value) then
-  -- Handed to us by a release of our own client while this attempt was on its way.
-  dequeue(queue, presence, entry)
-  return {1, cur, redis.call('GET', fence) or '0', redis.call('ZCARD', queue), redis.call('PTTL', key)}
+if cur and rand == '' and sameHolder(cur, value) then
+  -- Ours already: an earlier copy of this request ran, or a release of our own client
+  -- handed the lock to this waiter while this attempt was on its way.
+  if entry ~= '' then
+    dequeue(queue, presence, entry)
+  end
+  return {1, cur, currentToken(fence, fenceTTL), redis.call('ZCARD', queue), redis.call('PTTL', key)}
 end
 
 if cur and rand ~= '' then
-  local base, r, n = string.match(cur, '^(.*:(%x+)):(%d+)$')
-  if r == rand then
-    -- Re-entry by the same owner: count + 1, same token, and never shorten the TTL.
-    local v = base .. ':' .. (tonumber(n) + 1)
-    redis.call('SET', key, v, 'KEEPTTL')
-    if redis.call('PTTL', key) < ttl then
-      redis.call('PEXPIRE', key, ttl)
-    end
-    local token = redis.call('GET', fence) or '0'
-    local waiters = redis.call('ZCARD', queue)
-    event(acquiredEvent, ',"value":' .. cjson.encode(v) .. ',"token":' .. token .. ',"waiters":' .. waiters)
-    return {1, v, token, waiters, redis.call('PTTL', key)}
+  local base, r = reentrantParts(cur)
+  -- Without its levels set (evicted) nobody knows which levels are held: not re-entered.
+  if r == rand and redis.call('EXISTS', levels) == 1 then
+    local token, waiters = currentToken(fence, fenceTTL), redis.call('ZCARD', queue)
+    if redis.call('SADD', levels, op) == 1 then
+      -- A new level: count + 1, same token, and the TTL never shortened.
+      cur = base .. ':' .. redis.call('SCARD', levels)
+      redis.call('SET', key, cur, 'KEEPTTL')
+      extendTo(key, levels, ttl)
+      event(acquiredEvent, ',"value":' .. cjson.encode(cur) .. ',"token":' .. token .. ',"waiters":' .. waiters)
+    end -- else an earlier copy of this request entered already
+    return {1, cur, token, waiters, redis.call('PTTL', key)}
   end
 end
 
-local now = nowMs()
 local waiters = redis.call('ZCARD', queue)
 if waiters > 0 then
   waiters = prune(queue, presence, now)
@@ -45,9 +57,14 @@ if not cur then
     head = liveHead(queue, presence)
   end
   if head == nil or head == entry then
+    local token = nextToken(fence, fenceTTL)
     value = stamp(value, now)
     redis.call('SET', key, value, 'PX', ttl)
-    local token = nextToken(fence, fenceTTL)
+    if rand ~= '' then
+      redis.call('DEL', levels)
+      redis.call('SADD', levels, op)
+      redis.call('PEXPIRE', levels, ttl)
+    end
     if head then
       dequeue(queue, presence, head)
       waiters = waiters - 1

@@ -20,7 +20,7 @@ import (
 type Client struct {
 	store  store
 	cfg    config
-	id     string   // 16 hex chars; waiter ids are "<id>:<n>" so wake-ups find this client
+	id     string   // 16 hex chars; operation ids are "<id>:<n>" so wake-ups find this client
 	secret [32]byte // derives re-entrant owners' value identity (see ownerRand)
 	seq    atomic.Uint64
 }
@@ -88,7 +88,8 @@ func (c *Client) ownerRand(owner, key string) string {
 	return hex.EncodeToString(m.Sum(nil)[:8])
 }
 
-func (c *Client) nextWaiterID() string {
+// nextOpID names one Obtain call: its requests carry it (acquireRequest.op).
+func (c *Client) nextOpID() string {
 	return c.id + ":" + strconv.FormatUint(c.seq.Add(1), 10)
 }
 

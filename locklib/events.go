@@ -34,8 +34,8 @@ func (c *Client) publish(e Event) {
 }
 
 func (c *Client) renewFailed(l *Lock, latency time.Duration, err error) {
-	c.observe(Observation{Type: EventRenewFailed, Key: l.key, Latency: latency, Err: err})
-	c.publish(Event{Type: EventRenewFailed, Key: l.key, Value: l.value, Node: c.cfg.node, Trace: l.trace,
+	c.observe(Observation{Type: EventRenewFailed, Key: l.h.key, Latency: latency, Err: err})
+	c.publish(Event{Type: EventRenewFailed, Key: l.h.key, Value: l.value, Node: c.cfg.node, Trace: l.trace,
 		Token: l.token, Reason: err.Error()})
 }
 

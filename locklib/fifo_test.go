@@ -203,7 +203,7 @@ func TestLeaveAfterHandOverReleases(t *testing.T) {
 	signal, stop := s.wakeups(key)
 	defer stop()
 	req := acquireRequest{key: key, value: newValue("test", "", now), ttl: 5 * time.Second,
-		waiterID: c.nextWaiterID(), start: now, wake: signal}
+		op: c.nextOpID(), queue: true, start: now, wake: signal}
 	if res, err := s.acquire(ctx, req); err != nil || res.acquired {
 		t.Fatalf("waiter attempt: %+v %v", res, err)
 	}
@@ -214,13 +214,13 @@ func TestLeaveAfterHandOverReleases(t *testing.T) {
 	if err != nil || got.Rand != req.value.Rand || got.Node != req.value.Node {
 		t.Fatalf("after the release the key holds %+v (%v), want the waiter's value %+v", got, err, req.value)
 	}
-	if err := s.leave(ctx, req); err != nil {
+	if err := s.abandon(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.Exists(ctx, key).Val() != 0 {
 		t.Fatal("the handed-over lock outlived its waiter's leaving")
 	}
-	if _, ok := s.hub.takeGrant(req.waiterID); ok {
+	if _, ok := s.hub.takeGrant(req.op); ok {
 		t.Fatal("grant kept after leaving")
 	}
 	l, err := c.TryObtain(ctx, key, time.Second)

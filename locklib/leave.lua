@@ -1,12 +1,35 @@
--- A waiter gives up (its context ended): drop its queue entry; if the lock was just handed
--- to it, release it; and if the lock is free, wake the next waiter so the hand-off does
--- not stall on the one that left.
--- KEYS: lock, wait queue, presence. ARGV: queue entry '<waiter id>|<ttl ms>|<value>'.
-local key, queue, presence = KEYS[1], KEYS[2], KEYS[3]
-dequeue(queue, presence, ARGV[1])
-local _, _, _, value = entryParts(ARGV[1])
+-- An Obtain gave up (its context ended, or an attempt failed) and may have left something
+-- behind: its queue entry, the lock taken by an attempt whose answer it did not wait for, or
+-- the lock handed to it by a release. Drop all of it, and record op as ended so that a copy
+-- of one of its requests that runs later does not take the lock for nobody. If the lock is
+-- free, the next waiter is woken so the hand-off does not stall on the one that left.
+-- KEYS: lock, wait queue, presence, levels, ended operations
+-- ARGV: op, queue entry ('' = none), the plain lock's value, or a re-entrant owner's rand
+--       (the value's timestamp is the server's, so a re-entrant owner is known by its rand),
+--       re-entrant '1'/'0'
+local key, queue, presence, levels, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local op, entry, value = ARGV[1], ARGV[2], ARGV[3]
+checkTypes(key, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
+finish(done, op, nowMs())
+if entry ~= '' then
+  dequeue(queue, presence, entry)
+end
 local cur = redis.call('GET', key)
-if cur and plain(value) and sameHolder(cur, value) then
+if ARGV[4] == '1' then
+  local base, rand = nil, nil
+  if cur then
+    base, rand = reentrantParts(cur)
+  end
+  if rand == value and redis.call('SREM', levels, op) == 1 then
+    local n = redis.call('SCARD', levels)
+    if n > 0 then
+      redis.call('SET', key, base .. ':' .. n, 'KEEPTTL')
+    else
+      redis.call('DEL', key, levels)
+      cur = false
+    end
+  end
+elseif cur and sameHolder(cur, value) then
   redis.call('DEL', key)
   cur = false
 end

@@ -1,20 +1,79 @@
 -- Shared helpers, prepended to every locklib script (scripts.go). Redis forbids globals in
 -- scripts, so everything here is local.
+--
+-- Every script is safe to run twice: go-redis sends a request again when the connection
+-- broke before the reply came, and the server may have run the first copy. Each request
+-- carries its Obtain's operation id, and a script recognizes its own earlier effect (our
+-- value already in the key, our level already in the levels set, our release already in the
+-- ended set) instead of applying it again (docs/locklib.md, "Requests that run twice").
+-- Every script also checks the types of all its keys before its first write, so a script
+-- that fails leaves nothing half done.
 
 local EVENTS = 'lockscope:events' -- locklib.EventsChannel
 local WAKE = 'lockscope:wake:'    -- + client id: where a client's waiters are woken
+-- How long the ended set (locklib.EndedKey) remembers an operation: a late copy of a
+-- request of an operation that ended at most this long ago changes nothing.
+local ENDED_MS = 10000
 
--- owns reports whether the stored value cur belongs to the holder of v: the same value, or,
--- for a re-entrant lock whose v is the base, v followed by ':<count>'.
-local function owns(cur, v)
+-- checkTypes fails the script, before it wrote anything, when a key of pairs (key, expected
+-- type) exists with another type.
+local function checkTypes(...)
+  local kv = {...}
+  for i = 1, #kv, 2 do
+    local kind = redis.call('TYPE', kv[i])['ok']
+    if kind ~= 'none' and kind ~= kv[i + 1] then
+      error(redis.error_reply('WRONGTYPE locklib: ' .. kv[i] .. ' is a ' .. kind .. ', not a ' .. kv[i + 1]))
+    end
+  end
+end
+
+-- ended reports whether operation op ended (released, or given up) within ENDED_MS.
+local function ended(done, op, now)
+  local deadline = redis.call('ZSCORE', done, op)
+  return deadline ~= false and tonumber(deadline) > now
+end
+
+-- finish records that operation op ended, and forgets operations that ended long ago.
+local function finish(done, op, now)
+  redis.call('ZREMRANGEBYSCORE', done, '-inf', now)
+  redis.call('ZADD', done, now + ENDED_MS, op)
+  redis.call('PEXPIRE', done, ENDED_MS)
+end
+
+-- extendTo makes key (and its levels set, when given) live at least ttl ms more; it never
+-- shortens them: another Lock on the same key (a re-entrant level, or a renewal that ran
+-- first but answered last) may rely on the longer expiry. Returns the PTTL now (-1: none).
+local function extendTo(key, levels, ttl)
+  local pttl = redis.call('PTTL', key)
+  if pttl >= 0 and pttl < ttl then
+    redis.call('PEXPIRE', key, ttl)
+    if levels then
+      redis.call('PEXPIRE', levels, ttl)
+    end
+    return ttl
+  end
+  return pttl
+end
+
+-- reentrantParts returns the base and the owner's rand of a re-entrant value (nil otherwise).
+local function reentrantParts(cur)
+  local base, rand = string.match(cur, '^(.*:(%x+)):%d+$')
+  return base, rand
+end
+
+-- holds reports whether one Lock holds the key whose stored value is cur: a plain Lock when
+-- cur is its value; a re-entrant level (op ~= '') when cur is its owner's (the same rand as
+-- the Lock's base: the base's timestamp is its first entry's, which an instance that missed
+-- that entry does not have) and op is in the levels set.
+local function holds(cur, value, levels, op)
   if not cur then
     return false
   end
-  if cur == v then
-    return true
+  if op == '' then
+    return cur == value
   end
-  local n = #v
-  return string.sub(cur, 1, n + 1) == v .. ':' and string.match(string.sub(cur, n + 2), '^%d+$') ~= nil
+  local _, rand = reentrantParts(cur)
+  return rand ~= nil and rand == string.match(value, ':(%x+)$') and redis.call('SISMEMBER', levels, op) == 1
 end
 
 -- nowMs is the server's clock in milliseconds.
@@ -76,14 +135,26 @@ end
 local function nextToken(fence, fenceTTL)
   local t = redis.call('TIME')
   local clock = t[1] .. string.format('%06d', tonumber(t[2]))
-  local last = redis.call('SET', fence, clock, 'PX', fenceTTL, 'GET')
-  if last and string.match(last, '^%d+$') and tonumber(last) >= tonumber(clock) then
+  local last = redis.call('GET', fence)
+  -- A counter of over 18 digits is not ours (INCR could overflow): the clock replaces it.
+  if last and string.match(last, '^%d+$') and #last <= 18 and tonumber(last) >= tonumber(clock) then
     -- Several acquisitions within one microsecond, or the clock stepped back: count on.
-    redis.call('SET', fence, last, 'PX', fenceTTL)
     redis.call('INCR', fence)
+    redis.call('PEXPIRE', fence, fenceTTL)
     return redis.call('GET', fence)
   end
+  redis.call('SET', fence, clock, 'PX', fenceTTL)
   return clock
+end
+
+-- currentToken is the token of the acquisition that holds the key now: the counter, which
+-- only an acquisition moves. A counter deleted meanwhile is replaced by a new token.
+local function currentToken(fence, fenceTTL)
+  local last = redis.call('GET', fence)
+  if last and string.match(last, '^%d+$') and #last <= 18 then
+    return last
+  end
+  return nextToken(fence, fenceTTL)
 end
 
 -- A value's timestamp is stamped by the server when the key is written (stamp), so a lock's

@@ -11,41 +11,35 @@ import (
 // Lock is a held lock. Its methods are safe for concurrent use.
 type Lock struct {
 	c          *Client
-	key        string
+	h          hold   // what the store needs: key, what to compare, the operation id
 	value      string // as stored at acquisition (with the count for a re-entrant lock)
 	trace      string
-	match      string // what the scripts compare: value, or its base for a re-entrant lock
-	reentrant  bool
 	token      int64
 	ttl        time.Duration
 	acquiredAt time.Time
 	lost       chan struct{}
 
-	mu         sync.Mutex
-	validUntil time.Time   // local deadline: presumed lost after it unless renewed
+	mu sync.Mutex
+	// validUntil is the local deadline: presumed lost after it unless a renewal confirmed
+	// before it moves it. It never moves back, and it is never later than the key's real
+	// expiry: every Lock's renewal only ever extends the key (refresh).
+	validUntil time.Time
 	expiry     *time.Timer // fires at validUntil
 	err        error       // set when lost
 	released   bool
 	dog        *watchdog // nil without WithWatchdog
 }
 
-func (c *Client) newLock(req acquireRequest, res acquireResult, lc lockConfig, began time.Time) *Lock {
+func (c *Client) newLock(req acquireRequest, res acquireResult, lc lockConfig) *Lock {
 	l := &Lock{
 		c:          c,
-		key:        req.key,
+		h:          req.hold(res.value),
 		value:      res.value,
 		trace:      req.value.Trace,
-		match:      res.value,
-		reentrant:  req.reentrant,
 		ttl:        req.ttl,
 		acquiredAt: req.start,
 		lost:       make(chan struct{}),
 		validUntil: res.validUntil,
-	}
-	if req.reentrant {
-		if v, err := ParseValue(res.value); err == nil {
-			l.match = v.Base()
-		}
 	}
 	if c.store.fenced() {
 		l.token = res.token
@@ -60,7 +54,7 @@ func (c *Client) newLock(req acquireRequest, res acquireResult, lc lockConfig, b
 }
 
 // Key is the locked key.
-func (l *Lock) Key() string { return l.key }
+func (l *Lock) Key() string { return l.h.key }
 
 // Value is the value stored at acquisition (docs/value-format.md).
 func (l *Lock) Value() string { return l.value }
@@ -83,24 +77,33 @@ func (l *Lock) Err() error {
 	return l.err
 }
 
-// Refresh sets the lock's TTL to ttl if it is still held by this Lock. ErrNotHeld when the
-// key is gone or held by someone else (and Lost() closes); ErrBackend on backend trouble.
+// Refresh extends the lock to live at least ttl from now, if it is still held by this Lock;
+// it never shortens it (another level of a re-entrant lock, or a renewal that answered
+// late, may rely on the longer expiry), so a ttl below the remaining time changes nothing.
+// ErrNotHeld when the key is gone or held by someone else (and Lost() closes); once Lost()
+// is closed, Refresh returns Err(); ErrBackend on backend trouble.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
-	if err := validate(l.key, ttl); err != nil {
+	if err := validate(l.h.key, ttl); err != nil {
 		return err
 	}
 	l.mu.Lock()
-	released := l.released
+	released, lost := l.released, l.err
 	l.mu.Unlock()
-	if released {
-		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.key)
+	switch {
+	case released:
+		return fmt.Errorf("%w: %q was released", ErrNotHeld, l.h.key)
+	case lost != nil:
+		return lost
 	}
 	start := time.Now()
-	validUntil, err := l.c.store.refresh(ctx, l.key, l.match, ttl)
+	validUntil, err := l.c.store.refresh(ctx, l.h, ttl)
 	return l.renewed(start, validUntil, err)
 }
 
-// renewed records the outcome of a Refresh or a watchdog renewal.
+// renewed records the outcome of a Refresh or a watchdog renewal. A confirmed renewal moves
+// the deadline only forward, and only while it has not passed: a lock whose deadline passed
+// is lost even if a renewal answers later (the key may have expired and been taken by
+// someone else in between).
 func (l *Lock) renewed(start, validUntil time.Time, err error) error {
 	latency := time.Since(start)
 	switch {
@@ -109,17 +112,33 @@ func (l *Lock) renewed(start, validUntil time.Time, err error) error {
 		l.lose(err)
 		return err
 	case err != nil:
-		err = backendError("refresh", l.key, err)
+		err = backendError("refresh", l.h.key, err)
 		l.c.renewFailed(l, latency, err)
 		return err
 	}
 	l.mu.Lock()
-	if l.err == nil && !l.released {
+	switch {
+	case l.err != nil:
+		err = l.err
+	case l.released:
+		err = fmt.Errorf("%w: %q was released", ErrNotHeld, l.h.key)
+	case !time.Now().Before(l.validUntil):
+		err = ErrValidityPassed
+	case validUntil.After(l.validUntil):
 		l.validUntil = validUntil
 		l.expiry.Reset(time.Until(validUntil))
 	}
 	l.mu.Unlock()
-	l.c.observe(Observation{Type: EventRenewed, Key: l.key, Latency: latency, TTL: time.Until(validUntil)})
+	if err == ErrValidityPassed {
+		l.lose(err)
+		if lost := l.Err(); lost != nil {
+			return lost
+		}
+	}
+	if err != nil {
+		return err
+	}
+	l.c.observe(Observation{Type: EventRenewed, Key: l.h.key, Latency: latency, TTL: time.Until(validUntil)})
 	return nil
 }
 
@@ -132,7 +151,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("%w: %q was already released", ErrNotHeld, l.key)
+		return fmt.Errorf("%w: %q was already released", ErrNotHeld, l.h.key)
 	}
 	l.released = true
 	l.expiry.Stop()
@@ -145,20 +164,20 @@ func (l *Lock) Release(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	start := time.Now()
-	_, err := l.c.store.release(rctx, l.key, l.match, l.reentrant)
+	err := l.c.store.release(rctx, l.h)
 	if err != nil && !errors.Is(err, ErrNotHeld) {
-		err = backendError("release", l.key, err)
+		err = backendError("release", l.h.key, err)
 	}
-	l.c.observe(Observation{Type: EventReleased, Key: l.key, Hold: time.Since(l.acquiredAt), Latency: time.Since(start), Err: err})
+	l.c.observe(Observation{Type: EventReleased, Key: l.h.key, Hold: time.Since(l.acquiredAt), Latency: time.Since(start), Err: err})
 	return err
 }
 
 // TTL is the lock's remaining time as Redis sees it: 0 when it is no longer held with this
 // Lock's value, negative when the key has no expiry (someone removed it).
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	d, err := l.c.store.pttl(ctx, l.key, l.match)
+	d, err := l.c.store.pttl(ctx, l.h)
 	if err != nil {
-		return 0, backendError("pttl", l.key, err)
+		return 0, backendError("pttl", l.h.key, err)
 	}
 	return d, nil
 }
@@ -180,7 +199,7 @@ func (l *Lock) lose(reason error) {
 		l.mu.Unlock()
 		return
 	}
-	l.err = fmt.Errorf("%w: %q: %w", ErrLost, l.key, reason)
+	l.err = fmt.Errorf("%w: %q: %w", ErrLost, l.h.key, reason)
 	close(l.lost)
 	l.expiry.Stop()
 	dog := l.dog
@@ -189,7 +208,7 @@ func (l *Lock) lose(reason error) {
 		dog.cancel() // no wait: lose may run on the watchdog's own goroutine
 	}
 	hold := time.Since(l.acquiredAt)
-	l.c.observe(Observation{Type: EventLost, Key: l.key, Hold: hold, Err: l.err})
-	l.c.publish(Event{Type: EventLost, Key: l.key, Value: l.value, Node: l.c.cfg.node, Trace: l.trace,
+	l.c.observe(Observation{Type: EventLost, Key: l.h.key, Hold: hold, Err: l.err})
+	l.c.publish(Event{Type: EventLost, Key: l.h.key, Value: l.value, Node: l.c.cfg.node, Trace: l.trace,
 		Token: l.token, HoldMs: hold.Milliseconds(), Reason: reason.Error()})
 }

@@ -22,24 +22,18 @@ func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, o
 	return c.obtain(ctx, key, ttl, false, opts)
 }
 
-// waitQueue is implemented by stores with a wait queue: a waiter whose context ended
-// leaves it, so the next waiter is not held up until the entry goes stale.
-type waitQueue interface {
-	leave(ctx context.Context, req acquireRequest) error
-}
-
 func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait bool, opts []LockOption) (*Lock, error) {
 	began := time.Now()
 	if err := validate(key, ttl); err != nil {
 		return nil, err
 	}
 	lc := newLockConfig(opts)
-	req := acquireRequest{key: key, value: c.newValue(ctx, key, lc), ttl: ttl, reentrant: lc.reentrant}
+	req := acquireRequest{key: key, value: c.newValue(ctx, key, lc), ttl: ttl, reentrant: lc.reentrant,
+		op: c.nextOpID(), queue: wait}
 	var wake <-chan struct{}
 	if wait {
 		// Registered before the first attempt (a map entry, no round trip), so a wake-up
 		// or hand-off right after that attempt finds this waiter.
-		req.waiterID = c.nextWaiterID()
 		signal, stop := c.store.wakeups(key)
 		defer stop()
 		req.wake, wake = signal, signal
@@ -55,7 +49,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	queued := false
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(req, attempt > 1, attempt-1, began, errors.Join(ErrNotObtained, err))
+			return nil, c.giveUp(req, attempt-1, began, errors.Join(ErrNotObtained, err))
 		}
 		req.start = time.Now()
 		req.waited = req.start.Sub(began)
@@ -63,15 +57,12 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 		latency := time.Since(req.start)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				// The attempt may have queued us before the context cut it short.
-				return nil, c.giveUp(req, wait, attempt, began, errors.Join(ErrNotObtained, ctxErr))
+				return nil, c.giveUp(req, attempt, began, errors.Join(ErrNotObtained, ctxErr))
 			}
-			// The server is in trouble: do not wait on it to leave the queue, the entry
-			// goes stale and is pruned.
-			return nil, c.giveUp(req, false, attempt, began, backendError("acquire", key, err))
+			return nil, c.giveUp(req, attempt, began, backendError("acquire", key, err))
 		}
 		if res.acquired {
-			l := c.newLock(req, res, lc, began)
+			l := c.newLock(req, res, lc)
 			c.observe(Observation{Type: EventAcquired, Key: key, Token: l.Token(), Waiters: res.waiters,
 				Attempts: attempt, Wait: time.Since(began), Latency: latency})
 			return l, nil
@@ -107,12 +98,14 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	}
 }
 
-// giveUp ends a failed Obtain: if it may be queued, it leaves the wait queue (with a
-// context the caller's cancellation cannot cut short); it reports the failure to the observer.
-func (c *Client) giveUp(req acquireRequest, leave bool, attempts int, began time.Time, err error) error {
-	if q, ok := c.store.(waitQueue); ok && leave {
+// giveUp ends a failed Obtain. An attempt whose answer did not come (context ended, backend
+// error) may still have taken the lock or queued the waiter, and a release of this client
+// may hand it the lock: the store cleans up after it, with a context the caller's
+// cancellation cannot cut short (abandon). It reports the failure to the observer.
+func (c *Client) giveUp(req acquireRequest, attempts int, began time.Time, err error) error {
+	if a, ok := c.store.(abandoner); ok && attempts > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		_ = q.leave(ctx, req) // best effort: a stale entry is pruned anyway
+		_ = a.abandon(ctx, req) // best effort: what it could not clean up runs out at its TTL
 		cancel()
 	}
 	c.observe(Observation{Type: EventNotObtained, Key: req.key, Attempts: attempts, Wait: time.Since(began), Err: err})

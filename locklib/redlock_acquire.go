@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -27,7 +26,6 @@ type acquireReply struct {
 	index     int
 	outcome   acquireOutcome
 	stored    string        // the value stored when taken
-	count     int           // its re-entry count (0 for a plain lock)
 	holderTTL time.Duration // when refused and known: the holder's remaining TTL there
 	err       error
 }
@@ -42,6 +40,7 @@ type redlockAttempt struct {
 	key       string
 	value     string // the value to store: for a re-entrant lock it ends in ':1'
 	rand      string // a re-entrant owner's Value.Rand ('' for a plain lock)
+	op        string // the Obtain's operation id: a re-entrant lock's level on every instance
 	reentrant bool
 	replies   chan acquireReply // buffered for every instance: deliver never blocks
 
@@ -85,6 +84,7 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 		store:       s,
 		key:         req.key,
 		value:       v.String(),
+		op:          req.op,
 		reentrant:   req.reentrant,
 		replies:     make(chan acquireReply, len(s.clients)),
 		outstanding: len(s.clients),
@@ -131,7 +131,8 @@ func (s *redlockStore) acquireOn(ctx context.Context, a *redlockAttempt, i int, 
 	if !a.reentrant {
 		return s.acquirePlainOn(ctx, a, i, ttl)
 	}
-	res, err := scriptRedlockReentrant.Run(ctx, s.clients[i], []string{a.key}, a.value, ttl.Milliseconds(), a.rand).Slice()
+	keys := []string{a.key, LevelsKey(a.key), EndedKey(a.key)}
+	res, err := scriptRedlockReentrant.Run(ctx, s.clients[i], keys, a.value, ttl.Milliseconds(), a.rand, a.op).Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected acquire script reply %v", res)
 	}
@@ -148,22 +149,21 @@ func (s *redlockStore) acquireOn(ctx context.Context, a *redlockAttempt, i int, 
 	}
 	r := acquireReply{index: i, outcome: acquireTaken}
 	r.stored, _ = res[1].(string)
-	if parsed, err := ParseValue(r.stored); err == nil {
-		r.count = parsed.Count
-	}
 	return r
 }
 
-// acquirePlainOn takes a plain lock on instance i: SET NX PX, with PTTL in the same round
-// trip for the holder's TTL when it is taken. Native commands rather than a script: on a
-// busy server a script call costs about ten times a SET.
+// acquirePlainOn takes a plain lock on instance i: SET NX PX, with GET and PTTL in the same
+// round trip. Native commands rather than a script: on a busy server a script call costs
+// about ten times a SET. GET finds our own value when go-redis sent the pipeline again after
+// a lost reply and the first copy's SET took the key: taken, not refused.
 func (s *redlockStore) acquirePlainOn(ctx context.Context, a *redlockAttempt, i int, ttl time.Duration) acquireReply {
 	pipe := s.clients[i].Pipeline()
 	set := pipe.SetArgs(ctx, a.key, a.value, redis.SetArgs{Mode: "NX", TTL: ttl})
+	get := pipe.Get(ctx, a.key)
 	pttl := pipe.PTTL(ctx, a.key)
 	_, _ = pipe.Exec(ctx)
 	switch err := set.Err(); {
-	case err == nil:
+	case err == nil, errors.Is(err, redis.Nil) && get.Val() == a.value:
 		return acquireReply{index: i, outcome: acquireTaken, stored: a.value}
 	case !errors.Is(err, redis.Nil):
 		return acquireReply{index: i, outcome: acquireUnknown, err: fmt.Errorf("%s: %w", s.instanceName(i), err)}
@@ -217,8 +217,7 @@ func (a *redlockAttempt) decide(got []acquireReply, judge func([]acquireReply) b
 
 // deliver takes one instance's answer: to the collector while the attempt is open, else it
 // undoes a late key of a lock that is not held. A re-entrant attempt is never decided early
-// on success, and a late re-entry is left alone (it expires with the TTL): releasing it could
-// take a level the owner still holds.
+// on success: its release must not overtake a re-entry still on its way.
 func (a *redlockAttempt) deliver(r acquireReply) {
 	a.mu.Lock()
 	a.outstanding--
@@ -239,11 +238,10 @@ func (a *redlockAttempt) deliver(r acquireReply) {
 	}
 }
 
-// mustUndo says whether r may have left our key on its instance. After an unknown outcome a
-// plain key is deleted to be safe (the compare-and-delete only hits our own value); a
-// re-entrant level is not, as it might be one the owner held before this attempt.
+// mustUndo says whether r may have left our key (or our re-entry level) on its instance. The
+// undo only ever removes what this attempt put there: our own value, or our own level.
 func (a *redlockAttempt) mustUndo(r acquireReply) bool {
-	return r.outcome == acquireTaken || r.outcome == acquireUnknown && !a.reentrant
+	return r.outcome == acquireTaken || r.outcome == acquireUnknown
 }
 
 // undo releases the attempt on the instances of got that may hold our key, and waits for
@@ -251,22 +249,22 @@ func (a *redlockAttempt) mustUndo(r acquireReply) bool {
 // waiter: after a split vote every contender undoes at once, and wake-ups would send them
 // all back in lock-step into the next split; their jittered back-off breaks the tie.
 func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
-	match := map[int]string{} // instance -> what its release script compares
+	var targets []int
 	for _, r := range got {
-		switch {
-		case !a.mustUndo(r):
-		case a.reentrant:
-			match[r.index] = valueBase(r.stored) // a re-entry keeps the first entry's base
-		default:
-			match[r.index] = a.value
+		if a.mustUndo(r) {
+			targets = append(targets, r.index)
 		}
 	}
-	if len(match) == 0 {
+	if len(targets) == 0 {
 		return
 	}
-	targets := slices.Sorted(maps.Keys(match))
+	slices.Sort(targets)
+	match := a.value
+	if a.reentrant {
+		match = valueBase(a.value) // the script knows a re-entrant owner by its rand
+	}
 	_, _ = fanOut(context.Background(), s, targets, s.instanceTimeout(0), func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, a.key, match[i], a.reentrant, "")
+		return s.releaseOn(ctx, i, hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}, "", false)
 	}, nil)
 }
 
@@ -291,17 +289,22 @@ func (a *redlockAttempt) obtained(got []acquireReply, validUntil time.Time) acqu
 			best = base
 		}
 	}
+	count := 0
 	for _, r := range got {
-		if r.outcome == acquireTaken && valueBase(r.stored) == best && r.count > res.count {
-			res.value, res.count = r.stored, r.count
+		if r.outcome != acquireTaken || valueBase(r.stored) != best {
+			continue
+		}
+		if v, err := ParseValue(r.stored); err == nil && v.Count > count {
+			res.value, count = r.stored, v.Count
 		}
 	}
 	return res
 }
 
 // notObtained explains a failed attempt. When so many instances failed that no quorum is
-// possible, it is backend trouble: an error wrapping ErrNotObtained and ErrBackend, so Obtain
-// returns at once, as it does when a single Redis is down. An instance failed when it answered
+// possible, it is backend trouble: ErrBackend (not ErrNotObtained, which says the lock is
+// taken or the context ended), so Obtain returns at once, as it does when a single Redis is
+// down. An instance failed when it answered
 // with an error or could not be reached, or timed out or stayed silent while known to be down
 // (instanceHealth). Otherwise the lock is taken, or instances were merely slow this time (cold
 // connections, a loaded host): acquired=false with a nil error, and Obtain tries again.
@@ -322,8 +325,8 @@ func (s *redlockStore) notObtained(got []acquireReply, timeout time.Duration) (a
 	if len(errs) <= len(s.clients)-s.quorum {
 		return acquireResult{holderTTL: s.holderTTL(got)}, nil
 	}
-	return acquireResult{}, fmt.Errorf("%w: %w: redlock: %d of %d instances answered, quorum is %d: %w",
-		ErrNotObtained, ErrBackend, answered, len(s.clients), s.quorum, errors.Join(errs...))
+	return acquireResult{}, fmt.Errorf("%w: redlock: %d of %d instances answered, quorum is %d: %w",
+		ErrBackend, answered, len(s.clients), s.quorum, errors.Join(errs...))
 }
 
 // holderTTL estimates when a quorum frees up for us: the k-th shortest holder TTL, k being how

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -58,42 +57,4 @@ func (s *redlockStore) onlyDownLeft(answered func(i int) bool) bool {
 		}
 	}
 	return true
-}
-
-// goTracker counts running goroutines. Unlike a sync.WaitGroup, a goroutine may be started
-// while wait is waiting: a Lock still in use after Close keeps working.
-type goTracker struct {
-	mu      sync.Mutex
-	running int
-	idle    *sync.Cond
-}
-
-func (g *goTracker) spawn(f func()) {
-	g.mu.Lock()
-	g.running++
-	g.mu.Unlock()
-	go func() {
-		defer g.finished()
-		f()
-	}()
-}
-
-func (g *goTracker) finished() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.running--; g.running == 0 && g.idle != nil {
-		g.idle.Broadcast()
-	}
-}
-
-// wait returns once no tracked goroutine is running.
-func (g *goTracker) wait() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.idle == nil {
-		g.idle = sync.NewCond(&g.mu)
-	}
-	for g.running > 0 {
-		g.idle.Wait()
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -22,66 +21,71 @@ import (
 // them: that late answer deletes the key it set, so it cannot keep our value either.
 // ErrNotHeld when so many instances no longer had our value that the lock had lost its
 // quorum before; ErrBackend when fewer than a quorum answered.
-func (s *redlockStore) release(ctx context.Context, key, value string, reentrant bool) (releaseResult, error) {
+func (s *redlockStore) release(ctx context.Context, h hold) error {
 	n := len(s.clients)
 	targets := s.allInstances()
 	undoing := 0 // instances whose acquire answer is still out: that answer deletes our key
-	if !reentrant {
-		targets = slices.DeleteFunc(targets, s.giveUp(key, value))
+	if !h.reentrant {
+		targets = slices.DeleteFunc(targets, s.giveUp(h.key, h.match))
 		undoing = n - len(targets)
 	}
-	tally := func(got []instanceReply[int64]) (released, notHeld, left int) {
+	tally := func(got []instanceReply[int64]) (released, notHeld int) {
 		for _, r := range got {
 			switch {
 			case r.err != nil:
-			case r.val < 0:
+			case r.val == -1:
 				notHeld++
-			default:
+			default: // deleted, levels left, or -2: a copy of this release ran already
 				released++
-				left = max(left, int(r.val))
 			}
 		}
-		return released, notHeld, left
+		return released, notHeld
 	}
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, targets, timeout, func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, key, value, reentrant, RedlockReleasedChannel)
+		return s.releaseOn(ctx, i, h, RedlockReleasedChannel, true)
 	}, func(got []instanceReply[int64]) bool {
-		released, notHeld, _ := tally(got)
-		return !reentrant && released >= s.quorum || notHeld > n-s.quorum || s.onlyDownLeft(func(i int) bool {
+		released, notHeld := tally(got)
+		return !h.reentrant && released >= s.quorum || notHeld > n-s.quorum || s.onlyDownLeft(func(i int) bool {
 			return answeredIn(got)(i) || !slices.Contains(targets, i)
 		})
 	})
-	released, notHeld, left := tally(got)
+	released, notHeld := tally(got)
 	lostBefore := notHeld > n-s.quorum
 	switch {
 	case released >= s.quorum || !lostBefore && released > 0 && released+notHeld+undoing >= s.quorum:
-		s.publish(redlockHolderEvent(EventReleased, key, value))
-		return releaseResult{deleted: left == 0, count: left}, nil
+		s.publish(redlockHolderEvent(EventReleased, h.key, h.match))
+		return nil
 	case lostBefore:
-		return releaseResult{}, fmt.Errorf("%w: redlock: %q was still held on %d of %d instances, quorum is %d",
-			ErrNotHeld, key, released, n, s.quorum)
+		return fmt.Errorf("%w: redlock: %q was still held on %d of %d instances, quorum is %d",
+			ErrNotHeld, h.key, released, n, s.quorum)
 	}
-	return releaseResult{}, s.quorumError("release", key, released, targets, got, timeout, ctxErr)
+	return s.quorumError("release", h.key, released, targets, got, timeout, ctxErr)
 }
 
-// releaseOn runs the release script on instance i: -1 not held, 0 deleted, else the
-// re-entry levels left. match is the value, or its base for a re-entrant lock. A deleted key
-// is announced on channel, unless it is "".
-func (s *redlockStore) releaseOn(ctx context.Context, i int, key, match string, reentrant bool, channel string) (int64, error) {
-	flag := "0"
-	if reentrant {
-		flag = "1"
+// releaseOn runs the release script on instance i: -1 not held, -2 a copy of this release
+// ran already, 0 deleted, else the re-entry levels left. A deleted key is announced on
+// channel, unless it is "". record says whether the release ends h's operation (false for
+// the undo of one attempt, after which the Obtain goes on).
+func (s *redlockStore) releaseOn(ctx context.Context, i int, h hold, channel string, record bool) (int64, error) {
+	reentrant, rec := "0", "0"
+	if h.reentrant {
+		reentrant = "1"
 	}
-	return scriptRedlockRelease.Run(ctx, s.clients[i], []string{key}, match, flag, channel).Int64()
+	if record {
+		rec = "1"
+	}
+	keys := []string{h.key, LevelsKey(h.key), EndedKey(h.key)}
+	return scriptRedlockRelease.Run(ctx, s.clients[i], keys, h.match, reentrant, channel, h.op, rec).Int64()
 }
 
 // refresh extends the lock to ttl on every instance in parallel (refresh.lua). It succeeds
 // with a quorum extended within the new validity, start + ttl - drift; ErrNotHeld when so
 // many instances no longer have our value that no quorum is possible. It returns as soon as
 // the outcome is settled; a slow instance's extension finishes in the background.
-func (s *redlockStore) refresh(ctx context.Context, key, value string, ttl time.Duration) (time.Time, error) {
+func (s *redlockStore) refresh(ctx context.Context, h hold, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
+	key := h.key
 	if err := validate(key, ttl); err != nil {
 		return time.Time{}, err
 	}
@@ -105,7 +109,7 @@ func (s *redlockStore) refresh(ctx context.Context, key, value string, ttl time.
 	timeout := s.instanceTimeout(ttl)
 	got, ctxErr := fanOut(ctx, s, s.allInstances(), timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return scriptRefresh.Run(ctx, s.clients[i], []string{key}, value, ttl.Milliseconds(), "").Int64()
+			return scriptRefresh.Run(ctx, s.clients[i], []string{key, LevelsKey(key)}, h.match, h.level(), ttl.Milliseconds(), "").Int64()
 		},
 		func(got []instanceReply[int64]) bool {
 			extended, refused := tally(got)
@@ -114,7 +118,7 @@ func (s *redlockStore) refresh(ctx context.Context, key, value string, ttl time.
 	extended, refused := tally(got)
 	switch {
 	case extended >= s.quorum && time.Now().Before(validUntil):
-		e := redlockHolderEvent(EventRenewed, key, value)
+		e := redlockHolderEvent(EventRenewed, key, h.match)
 		e.TTLMs = ttl.Milliseconds()
 		s.publish(e)
 		return validUntil, nil
@@ -131,11 +135,12 @@ func (s *redlockStore) refresh(ctx context.Context, key, value string, ttl time.
 // pttl is the lock's remaining time as the instances see it: the quorum-th longest TTL among
 // the instances that hold our value (when it runs out, no majority holds the lock any more),
 // 0 when no quorum holds it, -1 when that TTL is "no expiry".
-func (s *redlockStore) pttl(ctx context.Context, key, value string) (time.Duration, error) {
+func (s *redlockStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
+	key := h.key
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, s.allInstances(), timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return scriptPTTL.Run(ctx, s.clients[i], []string{key}, value).Int64()
+			return scriptPTTL.Run(ctx, s.clients[i], []string{key, LevelsKey(key)}, h.match, h.level()).Int64()
 		}, func(got []instanceReply[int64]) bool { return s.onlyDownLeft(answeredIn(got)) })
 	var held []time.Duration
 	var notHeld int
@@ -186,12 +191,4 @@ func answeredIn[T any](got []instanceReply[T]) func(i int) bool {
 	return func(i int) bool {
 		return slices.ContainsFunc(got, func(r instanceReply[T]) bool { return r.index == i })
 	}
-}
-
-// valueBase is a lock value without its re-entry count.
-func valueBase(value string) string {
-	if v, err := ParseValue(value); err == nil && v.Count > 0 {
-		return value[:strings.LastIndexByte(value, ':')]
-	}
-	return value
 }

@@ -1,21 +1,33 @@
--- Redlock, one instance: one attempt to take KEYS[1] for a re-entrant owner (plain locks use
--- SET NX PX directly). ARGV: value (ending in ':1'), ttl ms, the owner's Value.Rand.
--- A free key is taken with the value; the same owner (same rand) enters again: count + 1,
--- the stored value otherwise unchanged, the TTL never shortened. No fencing counter and no
--- wait queue: across independent instances neither would mean anything.
+-- Redlock, one instance: one attempt of one Obtain (operation id op) to take KEYS[1] for a
+-- re-entrant owner (plain locks use SET NX PX directly). A free key is taken with the value;
+-- the same owner (same rand) enters again: count + 1, the stored value otherwise unchanged,
+-- the TTL never shortened. No fencing counter and no wait queue: across independent
+-- instances neither would mean anything. A copy of this request that runs again finds op in
+-- the levels set and changes nothing; one that runs after op ended takes nothing.
+-- KEYS: lock, levels, ended operations. ARGV: value (ending in ':1'), ttl ms, the owner's
+-- Value.Rand, op.
 -- Returns {1, stored value} when taken, {0, holder PTTL ms (-1 = no expiry)} otherwise.
-local key, value, ttl, rand = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-if redis.call('SET', key, value, 'NX', 'PX', ttl) then
-  return {1, value}
+local key, levels, done = KEYS[1], KEYS[2], KEYS[3]
+local value, ttl, rand, op = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+checkTypes(key, 'string', levels, 'set', done, 'zset')
+if ended(done, op, nowMs()) then
+  return {0, redis.call('PTTL', key)}
 end
 local cur = redis.call('GET', key)
-local base, r, n = string.match(cur, '^(.*:(%x+)):(%d+)$')
-if r == rand then
-  local v = base .. ':' .. (tonumber(n) + 1)
-  redis.call('SET', key, v, 'KEEPTTL')
-  if redis.call('PTTL', key) < tonumber(ttl) then
-    redis.call('PEXPIRE', key, ttl)
+if not cur then
+  redis.call('SET', key, value, 'PX', ttl)
+  redis.call('DEL', levels)
+  redis.call('SADD', levels, op)
+  redis.call('PEXPIRE', levels, ttl)
+  return {1, value}
+end
+local base, r = reentrantParts(cur)
+if r == rand and redis.call('EXISTS', levels) == 1 then
+  if redis.call('SADD', levels, op) == 1 then
+    cur = base .. ':' .. redis.call('SCARD', levels)
+    redis.call('SET', key, cur, 'KEEPTTL')
+    extendTo(key, levels, ttl)
   end
-  return {1, v}
+  return {1, cur}
 end
 return {0, redis.call('PTTL', key)}

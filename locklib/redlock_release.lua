@@ -1,31 +1,44 @@
--- Redlock, one instance: owner-checked release of KEYS[1]; a re-entrant lock goes one level
--- down and is deleted only at the last level. Standalone (no lib.lua): it runs on every
--- instance for every release, and a short script is a cheaper one.
--- ARGV: value (the base for a re-entrant lock), re-entrant '1'/'0', release channel ('' = none)
+-- Redlock, one instance: owner-checked release of one Lock (operation id op) on KEYS[1]; a
+-- re-entrant lock loses its level and is deleted only with its last. A copy of this release
+-- that runs again finds op in the ended set and reports the first one's success.
+-- KEYS: lock, levels, ended operations
+-- ARGV: value (a base, for a re-entrant lock), re-entrant '1'/'0', release channel ('' =
+--       none), op, '1' to record op as ended ('0' for the undo of one attempt: the Obtain
+--       goes on with its next attempt)
 -- On delete "<key>\n<value>" is announced on the release channel, which every Redlock
 -- client subscribes to on every instance: there is no wait queue to pick one waiter from.
--- Returns -1 when not held with value, 0 when deleted, else the levels still held.
-local key, value = KEYS[1], ARGV[1]
-local cur = redis.call('GET', key)
-if not cur then
-  return -1
+-- Returns -1 when not held, -2 when a copy of this release ran already, 0 when deleted,
+-- else the levels still held.
+local key, levels, done = KEYS[1], KEYS[2], KEYS[3]
+local value, reentrant, channel, op, record = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4], ARGV[5] == '1'
+checkTypes(key, 'string', levels, 'set', done, 'zset')
+local now = nowMs()
+if record and ended(done, op, now) then
+  return -2
 end
-if ARGV[2] == '1' then
-  local prefix = value .. ':'
-  local n = string.sub(cur, 1, #prefix) == prefix and string.match(string.sub(cur, #prefix + 1), '^%d+$')
-  if not n then
+local cur = redis.call('GET', key)
+if reentrant then
+  if not holds(cur, value, levels, op) then
     return -1
   end
-  n = tonumber(n)
-  if n > 1 then
-    redis.call('SET', key, prefix .. (n - 1), 'KEEPTTL')
-    return n - 1
+  redis.call('SREM', levels, op)
+  local n = redis.call('SCARD', levels)
+  if n > 0 then
+    if record then
+      finish(done, op, now)
+    end
+    redis.call('SET', key, reentrantParts(cur) .. ':' .. n, 'KEEPTTL')
+    return n
   end
+  redis.call('DEL', levels)
 elseif cur ~= value then
   return -1
 end
+if record then
+  finish(done, op, now)
+end
 redis.call('DEL', key)
-if ARGV[3] ~= '' then
-  redis.call('PUBLISH', ARGV[3], key .. '\n' .. cur)
+if channel ~= '' then
+  redis.call('PUBLISH', channel, key .. '\n' .. cur)
 end
 return 0

@@ -6,8 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redlock runs refresh.lua and pttl.lua on each instance as they are, and two short scripts of
-// its own: the single-instance acquire script also keeps a fencing counter and a FIFO wait
+// Redlock runs refresh.lua and pttl.lua on each instance as they are, and two scripts of its
+// own (with lib.lua's helpers): the single-instance acquire script also keeps a fencing counter and a FIFO wait
 // queue, and its release wakes the queue's head, none of which means anything across N
 // independent servers. A plain lock is taken with SET NX PX, no script at all. The stored
 // value has the same format, so the inspector decodes a Redlock holder on every instance like
@@ -18,6 +18,6 @@ var (
 	//go:embed redlock_release.lua
 	luaRedlockRelease string
 
-	scriptRedlockReentrant = redis.NewScript(luaRedlockReentrant)
-	scriptRedlockRelease   = redis.NewScript(luaRedlockRelease)
+	scriptRedlockReentrant = redis.NewScript(luaLib + luaRedlockReentrant)
+	scriptRedlockRelease   = redis.NewScript(luaLib + luaRedlockRelease)
 )

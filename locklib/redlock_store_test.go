@@ -122,7 +122,7 @@ func TestRedlockStoreValidityDeadline(t *testing.T) {
 			t.Fatalf("attempt %d stored %q (seen before: %v): want the template's node and trace, a fresh random part", i, res.value, seen[res.value])
 		}
 		seen[res.value] = true
-		if _, err := s.release(context.Background(), "lock:v", res.value, false); err != nil {
+		if err := s.release(context.Background(), hold{key: "lock:v", match: res.value}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,28 +133,28 @@ func TestRedlockStoreReentrant(t *testing.T) {
 	s := f.store(t)
 	ctx := context.Background()
 	v := redlockTestValue()
-	req := acquireRequest{key: "lock:r", value: v, ttl: 2 * time.Second, reentrant: true}
+	var levels []hold
 	for want := 1; want <= 3; want++ {
+		req := acquireRequest{key: "lock:r", value: v, ttl: 2 * time.Second, reentrant: true, op: fmt.Sprintf("test:%d", want)}
 		res, _ := redlockMustAcquire(t, s, req)
-		if res.count != want {
-			t.Fatalf("entry %d = %+v", want, res)
-		}
 		if got, _ := ParseValue(res.value); got.Count != want || got.Base() != v.Base() {
 			t.Fatalf("entry %d stored %q", want, res.value)
 		}
+		levels = append(levels, req.hold(res.value))
 	}
-	stranger := req
-	stranger.value = redlockTestValue()
+	stranger := acquireRequest{key: "lock:r", value: redlockTestValue(), ttl: 2 * time.Second, reentrant: true, op: "test:stranger"}
 	if res, err := s.acquire(ctx, stranger); err != nil || res.acquired || res.holderTTL <= 0 {
 		t.Fatalf("another owner = %+v, %v; want refused with the holder's TTL", res, err)
 	}
-	if _, err := s.release(ctx, "lock:r", stranger.value.String(), true); !errors.Is(err, ErrNotHeld) {
+	if err := s.release(ctx, stranger.hold(stranger.value.String())); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("another owner's release: %v, want ErrNotHeld", err)
 	}
-	for left := 2; left >= 0; left-- {
-		rel, err := s.release(ctx, "lock:r", v.String(), true)
-		if err != nil || rel.count != left || rel.deleted != (left == 0) {
-			t.Fatalf("release to %d = %+v, %v", left, rel, err)
+	for i, h := range levels {
+		if err := s.release(ctx, h); err != nil {
+			t.Fatalf("release of level %d: %v", i+1, err)
+		}
+		if left := len(levels) - 1 - i; left > 0 && f.holders(t, "lock:r", v.Base()+fmt.Sprintf(":%d", left)) != 3 {
+			t.Fatalf("after %d releases the instances do not all hold count %d", i+1, left)
 		}
 	}
 	redistest.Eventually(t, "the key gone after the last level", func() bool { return f.holders(t, "lock:r", v.Base()+":1") == 0 })
@@ -170,23 +170,24 @@ func TestRedlockStoreRefreshNeedsQuorum(t *testing.T) {
 	// a restarted instance), so that the faults below hit a lock on all 5.
 	redistest.Eventually(t, "the value on all 5", func() bool { return f.holders(t, "lock:f", res.value) == 5 })
 	before := time.Now()
-	until, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second)
+	h := hold{key: "lock:f", match: res.value}
+	until, err := s.refresh(ctx, h, 3*time.Second)
 	if err != nil || !until.After(before.Add(2*time.Second)) {
 		t.Fatalf("refresh = %v, %v", until, err)
 	}
 	// Two instances lose the key (restarted empty): a quorum of three still has it.
 	f.servers[0].Restart()
 	f.servers[1].Restart()
-	if _, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second); err != nil {
+	if _, err := s.refresh(ctx, h, 3*time.Second); err != nil {
 		t.Fatalf("refresh with 3 of 5 holding: %v", err)
 	}
 	// A third one down: no quorum, an error that is not ErrNotHeld (unknown, not refused).
 	f.servers[2].Kill()
-	if _, err := s.refresh(ctx, "lock:f", res.value, 3*time.Second); err == nil || errors.Is(err, ErrNotHeld) {
+	if _, err := s.refresh(ctx, h, 3*time.Second); err == nil || errors.Is(err, ErrNotHeld) {
 		t.Fatalf("refresh with a quorum down: %v, want a backend error", err)
 	}
 	// Someone else's value: refused everywhere it answers.
-	if _, err := s.refresh(ctx, "lock:f", redlockTestValue().String(), 3*time.Second); !errors.Is(err, ErrNotHeld) {
+	if _, err := s.refresh(ctx, hold{key: "lock:f", match: redlockTestValue().String()}, 3*time.Second); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("refresh by a stranger: %v, want ErrNotHeld", err)
 	}
 }
@@ -228,7 +229,7 @@ func TestRedlockStoreWakeups(t *testing.T) {
 	// A real release reaches the Client once per instance: it wakes the first waiter once.
 	v := redlockTestValue()
 	res, _ := redlockMustAcquire(t, s, acquireRequest{key: "lock:w", value: v, ttl: 2 * time.Second})
-	if _, err := s.release(ctx, "lock:w", res.value, false); err != nil {
+	if err := s.release(ctx, hold{key: "lock:w", match: res.value}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -101,8 +101,10 @@ func TestRedlockThreeOfFiveKilled(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 	begin := time.Now()
 	_, err := c.Obtain(ctx, "lock:rl:three", 2*time.Second)
-	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrBackend) {
-		t.Fatalf("Obtain with 2 of 5 up: %v, want ErrNotObtained and ErrBackend", err)
+	// ErrBackend only: the switch in docs/locklib.md tests ErrNotObtained first, and a
+	// Redis that is down is not "taken, or the context ended".
+	if errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrBackend) {
+		t.Fatalf("Obtain with 2 of 5 up: %v, want ErrBackend and not ErrNotObtained", err)
 	}
 	if took := time.Since(begin); took > 5*time.Second {
 		t.Fatalf("Obtain took %v to fail: want prompt, not a wait for the context", took)

@@ -43,7 +43,7 @@ func TestReentryCounts(t *testing.T) {
 	if _, err := c.TryObtain(context.Background(), key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("an Obtain without owner entered: %v", err)
 	}
-	forged := &Lock{c: c2, key: key, match: strings.Replace(base, "req-1", "req-2", 1), reentrant: true}
+	forged := &Lock{c: c2, h: hold{key: key, match: strings.Replace(base, "req-1", "req-2", 1), op: "forged:1", reentrant: true}}
 	forged.lost = make(chan struct{})
 	forged.expiry = time.NewTimer(time.Hour)
 	defer forged.expiry.Stop()

@@ -1,10 +1,15 @@
--- Owner-checked extension of KEYS[1] to ARGV[2] ms. ARGV: value (base for re-entrant),
--- ttl ms, renewed event. Returns the new PTTL, or -3 when the lock is not held with value.
-local key = KEYS[1]
-if not owns(redis.call('GET', key), ARGV[1]) then
+-- Owner-checked extension of one Lock on KEYS[1] to at least ARGV[3] ms; it never shortens the
+-- key, so renewals that run in any order, or twice, leave it at the latest expiry any of them
+-- asked for (lib.lua, extendTo). KEYS: lock, levels. ARGV: value (base for a re-entrant
+-- lock), op ('' for a plain lock: its level in the levels set otherwise), ttl ms, renewed
+-- event. Returns the PTTL now (-1: no expiry), or -3 when the Lock does not hold the key.
+local key, levels, op = KEYS[1], KEYS[2], ARGV[2]
+if not holds(redis.call('GET', key), ARGV[1], levels, op) then
   return -3
 end
-redis.call('PEXPIRE', key, ARGV[2])
-local pttl = redis.call('PTTL', key)
-event(ARGV[3], ',"ttl_ms":' .. pttl)
+if op == '' then
+  levels = nil
+end
+local pttl = extendTo(key, levels, tonumber(ARGV[3]))
+event(ARGV[4], ',"ttl_ms":' .. pttl)
 return pttl

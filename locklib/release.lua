@@ -1,14 +1,14 @@
--- Owner-checked release of KEYS[1]; a re-entrant lock goes one level down and is deleted
--- only at the last level. On delete, the first live waiter gets the lock: a waiter of the
--- releasing client directly (the lock is written for it here, and the client tells it), any
--- other waiter by a wake-up message.
--- KEYS: lock, fence counter, wait queue, presence
--- ARGV: value (the base for a re-entrant lock), re-entrant '1'/'0', released event,
+-- Owner-checked release of one Lock (operation id op) on KEYS[1]; a re-entrant lock loses one
+-- level and is deleted only with its last. On delete, the first live waiter gets the lock: a
+-- waiter of the releasing client directly (the lock is written for it here, and the client
+-- tells it), any other waiter by a wake-up message.
+-- KEYS: lock, fence counter, wait queue, presence, levels, ended operations
+-- ARGV: value (the base for a re-entrant lock), op, re-entrant '1'/'0', released event,
 --       the releasing client's id
--- Returns {-1 not held | 0 one level down | 1 deleted, levels left, waiters,
---          entry handed to ('' if none), its token, the value written for it}.
-local key, fence, queue, presence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local value, reentrant, releasedEvent, self = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4]
+-- Returns {-1 not held | 0 one level down | 1 deleted | 2 a copy of this release ran already,
+--          levels left, waiters, entry handed to ('' if none), its token, the value written for it}.
+local key, fence, queue, presence, levels, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local value, op, reentrant, releasedEvent, self = ARGV[1], ARGV[2], ARGV[3] == '1', ARGV[4], ARGV[5]
 
 -- handedOver publishes the acquired event of a lock handed to a waiter (whose JSON the
 -- releasing client could not prepare): node and trace are decoded from the value.
@@ -31,37 +31,47 @@ local function handedOver(v, ttl, token, waiters)
   redis.call('PUBLISH', EVENTS, e)
 end
 
+checkTypes(key, 'string', fence, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
+local now = nowMs()
+if ended(done, op, now) then
+  return {2, redis.call('SCARD', levels), redis.call('ZCARD', queue), '', '0', ''}
+end
+
 local cur = redis.call('GET', key)
 if reentrant then
-  if not owns(cur, value) then
+  if not holds(cur, value, levels, op) then
     return {-1, 0, 0, '', '0', ''}
   end
-  local n = tonumber(string.sub(cur, #value + 2)) or 1
-  if n > 1 then
-    redis.call('SET', key, value .. ':' .. (n - 1), 'KEEPTTL')
+  redis.call('SREM', levels, op)
+  finish(done, op, now)
+  local n = redis.call('SCARD', levels)
+  if n > 0 then
+    redis.call('SET', key, reentrantParts(cur) .. ':' .. n, 'KEEPTTL')
     local waiters = redis.call('ZCARD', queue)
     event(releasedEvent, ',"waiters":' .. waiters)
-    return {0, n - 1, waiters, '', '0', ''}
+    return {0, n, waiters, '', '0', ''}
   end
+  redis.call('DEL', levels)
 elseif cur ~= value then
   return {-1, 0, 0, '', '0', ''}
+else
+  finish(done, op, now)
 end
 
 redis.call('DEL', key)
 local waiters = redis.call('ZCARD', queue)
 local handedTo, token, written = '', '0', ''
 if waiters > 0 then
-  local now = nowMs()
   waiters = prune(queue, presence, now)
   local head = liveHead(queue, presence)
   if head then
     local _, client, ttl, nextValue = entryParts(head)
     if client == self and plain(nextValue) then
+      -- the counter's lifetime as acquire.lua sets it: max(10 * ttl, 24h)
+      token = nextToken(fence, math.max(10 * tonumber(ttl), 86400000))
       nextValue = stamp(nextValue, now)
       written = nextValue
       redis.call('SET', key, nextValue, 'PX', ttl)
-      -- the counter's lifetime as acquire.lua sets it: max(10 * ttl, 24h)
-      token = nextToken(fence, math.max(10 * tonumber(ttl), 86400000))
       dequeue(queue, presence, head)
       waiters = waiters - 1
       handedTo = head

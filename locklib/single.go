@@ -16,15 +16,17 @@ import (
 type singleStore struct {
 	rdb      redis.UniversalClient
 	cluster  bool // keys are checked for their companions' slot (checkClusterKey)
+	direct   bool // the client bounds reads by the context itself (boundsSocket)
 	events   bool
 	window   time.Duration // presence window of queue entries (presenceWindow)
 	clientID string        // the Client's id, to wake its own waiters without pub/sub
 	hub      *wakeHub
+	calls    goTracker // requests still running after their caller gave up on them
 }
 
 func newSingleStore(rdb redis.UniversalClient) *singleStore {
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &singleStore{rdb: rdb, cluster: cluster, hub: newWakeHub(rdb)}
+	return &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), hub: newWakeHub(rdb)}
 }
 
 // setup passes the Client's settings that the scripts need.
@@ -46,6 +48,24 @@ func fenceLifetime(ttl time.Duration) time.Duration {
 // most this long.
 func presenceWindow(cfgCap time.Duration) time.Duration { return 3*cfgCap + time.Second }
 
+// keys are the lock key and its companions, in the order the scripts take them.
+func lockKeys(key string) []string {
+	return []string{key, FenceKey(key), WaitQueueKey(key), WaitPresenceKey(key), LevelsKey(key), EndedKey(key)}
+}
+
+// run sends a script, bounded by ctx whatever the client's options (callBounded); late, if
+// not nil, gets the reply of a script still running when ctx ended.
+func run[T any](ctx context.Context, s *singleStore, script *redis.Script, keys []string, args []any,
+	result func(*redis.Cmd) (T, error), late func(T, error),
+) (T, error) {
+	return callBounded(ctx, &s.calls, s.direct, func(ctx context.Context) (T, error) {
+		return result(script.Run(ctx, s.rdb, keys, args...))
+	}, late)
+}
+
+func cmdSlice(c *redis.Cmd) ([]any, error) { return c.Slice() }
+func cmdInt64(c *redis.Cmd) (int64, error) { return c.Int64() }
+
 func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireResult, error) {
 	if err := s.checkKey(req.key); err != nil {
 		return acquireResult{}, err
@@ -57,41 +77,50 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	}
 	v := value.String()
 	var entry string // this waiter's queue entry
-	if req.waiterID != "" {
-		if g, ok := s.hub.takeGrant(req.waiterID); ok {
-			return acquireResult{acquired: true, value: g.value, count: value.Count, token: g.token,
+	if req.queue {
+		if g, ok := s.hub.takeGrant(req.op); ok {
+			return acquireResult{acquired: true, value: g.value, token: g.token,
 				validUntil: g.validUntil, waiters: g.waiters, position: -1}, nil
 		}
 		if req.wake != nil {
-			s.hub.bind(req.wake, req.waiterID)
+			s.hub.bind(req.wake, req.op)
 		}
-		entry = queueEntry(req.waiterID, req.ttl, v)
+		entry = queueEntry(req.op, req.ttl, v)
 	}
 	var acquiredEvent, waitingEvent string
 	if s.events {
 		now := time.Now().UnixMilli()
 		acquiredEvent = eventPrefix(Event{Type: EventAcquired, Key: req.key, Node: value.Node, // the script adds the value it wrote
 			Trace: value.Trace, TTLMs: req.ttl.Milliseconds(), WaitMs: req.waited.Milliseconds(), AtMs: now})
-		if req.waiterID != "" {
+		if req.queue {
 			waitingEvent = eventPrefix(Event{Type: EventWaiting, Key: req.key, Node: value.Node, Trace: value.Trace, AtMs: now})
 		}
 	}
-	keys := []string{req.key, FenceKey(req.key), WaitQueueKey(req.key), WaitPresenceKey(req.key)}
-	reply, err := scriptAcquire.Run(ctx, s.rdb, keys, v, req.ttl.Milliseconds(), rand, entry,
-		s.window.Milliseconds(), fenceLifetime(req.ttl).Milliseconds(),
-		acquiredEvent, waitingEvent).Slice()
+	args := []any{v, req.ttl.Milliseconds(), rand, req.op, entry, s.window.Milliseconds(),
+		fenceLifetime(req.ttl).Milliseconds(), acquiredEvent, waitingEvent}
+	// An answer that comes after the Obtain gave up may say it took the lock: the Obtain's
+	// clean-up (abandon) may have run before that request did, so it runs again.
+	late := func(reply []any, err error) {
+		if err == nil && len(reply) > 0 && reply[0] == int64(1) {
+			s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
+		}
+	}
+	reply, err := run(ctx, s, scriptAcquire, lockKeys(req.key), args, cmdSlice, late)
 	if err != nil {
 		return acquireResult{}, backendError("acquire", req.key, err)
 	}
 	if len(reply) < 5 {
 		return acquireResult{}, fmt.Errorf("%w: acquire %q: unexpected reply %v", ErrBackend, req.key, reply)
 	}
-	acquired, _ := reply[0].(int64)
+	status, _ := reply[0].(int64)
 	stored, _ := reply[1].(string)
 	tokenText, _ := reply[2].(string)
 	waiters, _ := reply[3].(int64)
 	pttl, _ := reply[4].(int64)
-	res := acquireResult{acquired: acquired == 1, value: stored, waiters: waiters, position: -1}
+	if status == -2 {
+		return acquireResult{}, fmt.Errorf("%w: acquire %q: the server reports this Obtain as ended", ErrBackend, req.key)
+	}
+	res := acquireResult{acquired: status == 1, value: stored, waiters: waiters, position: -1}
 	if len(reply) > 5 {
 		res.position, _ = reply[5].(int64)
 	}
@@ -101,36 +130,28 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 		} else if pttl == -1 {
 			res.holderTTL = -1
 		}
-		if req.waiterID != "" {
-			s.hub.start(WakeChannelPrefix + clientOf(req.waiterID))
+		if req.queue {
+			s.hub.start(WakeChannelPrefix + s.clientID)
 		}
 		return res, nil
 	}
-	if req.waiterID != "" {
-		s.hub.takeGrant(req.waiterID) // a hand-off that raced this attempt is the same lock
+	if req.queue {
+		s.hub.takeGrant(req.op) // a hand-off that raced this attempt is the same lock
 	}
 	if res.token, err = strconv.ParseInt(tokenText, 10, 64); err != nil {
 		return acquireResult{}, fmt.Errorf("%w: acquire %q: bad token %q", ErrBackend, req.key, tokenText)
 	}
-	if req.reentrant {
-		if parsed, err := ParseValue(stored); err == nil {
-			res.count = parsed.Count
-		}
+	if pttl < 0 {
+		return acquireResult{}, fmt.Errorf("%w: acquire %q: the lock has no expiry (PTTL %d)", ErrBackend, req.key, pttl)
 	}
 	res.validUntil = req.start.Add(time.Duration(pttl) * time.Millisecond)
 	return res, nil
 }
 
-// clientOf is the client id part of a waiter id "<client id>:<n>".
-func clientOf(waiterID string) string {
-	id, _, _ := strings.Cut(waiterID, ":")
-	return id
-}
-
-// queueEntry is a waiter's member in the wait queue: "<waiter id>|<ttl ms>|<value>", so a
-// release by the same client can write the lock for it (docs/value-format.md).
-func queueEntry(waiterID string, ttl time.Duration, value string) string {
-	return waiterID + "|" + strconv.FormatInt(ttl.Milliseconds(), 10) + "|" + value
+// queueEntry is a waiter's member in the wait queue: "<op>|<ttl ms>|<value>", so a release
+// by the same client can write the lock for it (docs/value-format.md).
+func queueEntry(op string, ttl time.Duration, value string) string {
+	return op + "|" + strconv.FormatInt(ttl.Milliseconds(), 10) + "|" + value
 }
 
 // parseQueueEntry splits a queue entry; ok is false for anything else.
@@ -144,73 +165,89 @@ func parseQueueEntry(entry string) (waiterID string, ttl time.Duration, value st
 	return waiterID, time.Duration(ms) * time.Millisecond, value, true
 }
 
-func (s *singleStore) refresh(ctx context.Context, key, value string, ttl time.Duration) (time.Time, error) {
+func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
 	var renewedEvent string
 	if s.events {
-		renewedEvent = s.holderEvent(EventRenewed, key, value)
+		renewedEvent = s.holderEvent(EventRenewed, h.key, h.match)
 	}
-	pttl, err := scriptRefresh.Run(ctx, s.rdb, []string{key}, value, ttl.Milliseconds(), renewedEvent).Int64()
+	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, LevelsKey(h.key)},
+		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
 	if err != nil {
-		return time.Time{}, backendError("refresh", key, err)
+		return time.Time{}, backendError("refresh", h.key, err)
 	}
 	switch {
 	case pttl == -3:
-		return time.Time{}, fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, key)
+		return time.Time{}, fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, h.key)
 	case pttl < 0:
-		return time.Time{}, fmt.Errorf("%w: refresh %q: unexpected PTTL %d", ErrBackend, key, pttl)
+		return time.Time{}, fmt.Errorf("%w: refresh %q: unexpected PTTL %d", ErrBackend, h.key, pttl)
 	}
 	return start.Add(time.Duration(pttl) * time.Millisecond), nil
 }
 
-func (s *singleStore) release(ctx context.Context, key, value string, reentrant bool) (releaseResult, error) {
+// level is what the scripts check in the levels set: the operation id of a re-entrant
+// level, "" for a plain lock.
+func (h hold) level() string {
+	if h.reentrant {
+		return h.op
+	}
+	return ""
+}
+
+func (s *singleStore) release(ctx context.Context, h hold) error {
 	var releasedEvent string
 	if s.events {
-		releasedEvent = s.holderEvent(EventReleased, key, value)
+		releasedEvent = s.holderEvent(EventReleased, h.key, h.match)
 	}
 	flag := "0"
-	if reentrant {
+	if h.reentrant {
 		flag = "1"
 	}
-	keys := []string{key, FenceKey(key), WaitQueueKey(key), WaitPresenceKey(key)}
 	sent := time.Now()
-	reply, err := scriptRelease.Run(ctx, s.rdb, keys, value, flag, releasedEvent, s.clientID).Slice()
+	reply, err := run(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID}, cmdSlice, nil)
 	if err != nil {
-		return releaseResult{}, backendError("release", key, err)
+		return backendError("release", h.key, err)
 	}
 	if len(reply) != 6 {
-		return releaseResult{}, fmt.Errorf("%w: release %q: unexpected reply %v", ErrBackend, key, reply)
+		return fmt.Errorf("%w: release %q: unexpected reply %v", ErrBackend, h.key, reply)
 	}
 	status, _ := reply[0].(int64)
-	levels, _ := reply[1].(int64)
 	waiters, _ := reply[2].(int64)
 	handedTo, _ := reply[3].(string)
 	tokenText, _ := reply[4].(string)
 	written, _ := reply[5].(string)
-	if status < 0 {
-		return releaseResult{}, fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, key)
+	switch {
+	case status < 0:
+		return fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, h.key)
+	case status == 2:
+		// An earlier copy of this release ran, and its answer (a hand-off to one of our
+		// waiters, maybe) was lost: the waiters on the key try now instead of at their poll.
+		s.hub.signalKey(h.key)
+	case handedTo != "":
+		s.handOver(h.key, handedTo, written, tokenText, waiters, sent)
 	}
-	if handedTo != "" {
-		s.handOver(key, handedTo, written, tokenText, waiters, sent)
-	}
-	return releaseResult{deleted: status == 1, count: int(levels)}, nil
+	return nil
 }
 
 // handOver passes a lock that the release script wrote for one of this client's waiters to
-// that waiter. Its validity runs from the release's send time: the hand-off came later.
+// that waiter. Its validity runs from the release's send time: the hand-off came later. A
+// waiter whose Obtain has given up meanwhile is not there to take it: its clean-up runs again.
 func (s *singleStore) handOver(key, entry, written, tokenText string, waiters int64, sent time.Time) {
-	waiterID, ttl, _, ok := parseQueueEntry(entry)
+	op, ttl, _, ok := parseQueueEntry(entry)
 	token, err := strconv.ParseInt(tokenText, 10, 64)
 	if !ok || err != nil || written == "" {
 		return // not ours to decode: the waiter finds its value in the key on its next poll
 	}
-	s.hub.handOver(waiterID, grant{key: key, value: written, token: token, validUntil: sent.Add(ttl), waiters: waiters})
+	g := grant{key: key, value: written, token: token, validUntil: sent.Add(ttl), waiters: waiters}
+	if s.hub.handOver(op, g) == handedToAbandoned {
+		s.cleanUpLater(func(ctx context.Context) error { return s.leave(ctx, key, op, "", written, false) })
+	}
 }
 
-func (s *singleStore) pttl(ctx context.Context, key, value string) (time.Duration, error) {
-	pttl, err := scriptPTTL.Run(ctx, s.rdb, []string{key}, value).Int64()
+func (s *singleStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
+	pttl, err := run(ctx, s, scriptPTTL, []string{h.key, LevelsKey(h.key)}, []any{h.match, h.level()}, cmdInt64, nil)
 	if err != nil {
-		return 0, backendError("pttl", key, err)
+		return 0, backendError("pttl", h.key, err)
 	}
 	switch {
 	case pttl == -3:
@@ -221,24 +258,59 @@ func (s *singleStore) pttl(ctx context.Context, key, value string) (time.Duratio
 	return time.Duration(pttl) * time.Millisecond, nil
 }
 
-func (s *singleStore) leave(ctx context.Context, req acquireRequest) error {
-	s.hub.takeGrant(req.waiterID) // a hand-off it will not take: leave.lua releases it
-	value := req.value
+// abandon cleans up after an Obtain that gave up (leave.lua): its queue entry, and the lock
+// if one of its requests took it or a release handed it over. From now on a hand-off to it
+// that this client hears of is cleaned up too (handOver).
+func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
+	s.hub.abandoned(req.op)
+	s.hub.takeGrant(req.op) // a hand-off it will not take: leave.lua releases it
+	match := req.value.String()
 	if req.reentrant {
-		value.Count = 1
+		match = req.value.Rand
 	}
-	keys := []string{req.key, WaitQueueKey(req.key), WaitPresenceKey(req.key)}
-	if err := scriptLeave.Run(ctx, s.rdb, keys, queueEntry(req.waiterID, req.ttl, value.String())).Err(); err != nil {
-		return backendError("leave queue", req.key, err)
+	var entry string
+	if req.queue {
+		queued := req.value
+		if req.reentrant {
+			queued.Count = 1
+		}
+		entry = queueEntry(req.op, req.ttl, queued.String())
+	}
+	return s.leave(ctx, req.key, req.op, entry, match, req.reentrant)
+}
+
+// leave runs leave.lua for operation op; match is the plain value, or a re-entrant owner's rand.
+func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, reentrant bool) error {
+	flag := "0"
+	if reentrant {
+		flag = "1"
+	}
+	keys := []string{key, WaitQueueKey(key), WaitPresenceKey(key), LevelsKey(key), EndedKey(key)}
+	if _, err := run(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64, nil); err != nil {
+		return backendError("leave queue", key, err)
 	}
 	return nil
+}
+
+// cleanUpLater runs f in the background, bounded like a release (best effort: what it fails
+// to clean up runs out at its TTL).
+func (s *singleStore) cleanUpLater(f func(ctx context.Context) error) {
+	s.calls.spawn(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = f(ctx)
+	})
 }
 
 func (s *singleStore) wakeups(key string) (<-chan struct{}, func()) { return s.hub.register(key) }
 
 func (s *singleStore) fenced() bool { return true }
 
-func (s *singleStore) close() error { return s.hub.close() }
+func (s *singleStore) close() error {
+	err := s.hub.close()
+	s.calls.wait()
+	return err
+}
 
 func (s *singleStore) publishEvent(ctx context.Context, payload []byte) error {
 	return s.rdb.Publish(ctx, EventsChannel, payload).Err()

@@ -9,24 +9,27 @@ import (
 // Redlock quorum of N independent servers. Client and Lock hold everything that is the same
 // for both (options, waiting and back-off, the watchdog, Lost(), events, the observer), so
 // code switches between them by construction only: New(rdb) or NewRedlock(clients).
+//
+// Every request a store sends may reach a server twice (go-redis sends it again when the
+// connection broke before the reply came) or late (after the caller gave up on it): the
+// store's scripts give the same outcome either way (docs/locklib.md, "Requests that run
+// twice").
 type store interface {
 	// acquire makes one attempt. Taken by someone else is acquired=false with a nil error;
 	// an error means the attempt could not be decided (backend trouble, context).
 	acquire(ctx context.Context, req acquireRequest) (acquireResult, error)
 
-	// For refresh, release and pttl, value is the stored value, or for a re-entrant lock
-	// its Value.Base(): the stored value then matches it followed by ':<count>'.
+	// refresh extends a held lock to live at least ttl more (it never shortens it). It
+	// returns an error wrapping ErrNotHeld when the key is gone or holds another value, and
+	// the new local validity deadline.
+	refresh(ctx context.Context, h hold, ttl time.Duration) (validUntil time.Time, err error)
 
-	// refresh extends a lock held with value to ttl. It returns an error wrapping ErrNotHeld
-	// when the key is gone or holds another value, and the new local validity deadline.
-	refresh(ctx context.Context, key, value string, ttl time.Duration) (validUntil time.Time, err error)
+	// release gives the lock up: compare-and-delete, or for a re-entrant lock its level
+	// (the key is deleted with the last). ErrNotHeld when it was not held any more.
+	release(ctx context.Context, h hold) error
 
-	// release gives the lock up: compare-and-delete, or for a re-entrant lock one level
-	// down (deleted only at the last level). ErrNotHeld when it was not ours any more.
-	release(ctx context.Context, key, value string, reentrant bool) (releaseResult, error)
-
-	// pttl is the remaining time of the lock as Redis sees it, 0 when it is not held with value.
-	pttl(ctx context.Context, key, value string) (time.Duration, error)
+	// pttl is the remaining time of the lock as Redis sees it, 0 when h does not hold it.
+	pttl(ctx context.Context, h hold) (time.Duration, error)
 
 	// wakeups delivers a signal each time key may have become free (a release message).
 	// Signals may be lost or spurious: waiters still poll with back-off. stop unsubscribes.
@@ -35,8 +38,19 @@ type store interface {
 	// fenced reports whether acquire hands out safe fencing tokens (false for Redlock).
 	fenced() bool
 
-	// close releases the store's own resources (subscriptions), not the caller's clients.
+	// close releases the store's own resources (subscriptions) and waits for the requests
+	// it still has running; it does not close the caller's clients.
 	close() error
+}
+
+// hold is one held lock as the stores see it: one level, for a re-entrant lock.
+type hold struct {
+	key string
+	// match is what the scripts compare the stored value with: the value, or for a
+	// re-entrant lock its Value.Base() (the stored value is then the base + ':<count>').
+	match     string
+	op        string // the operation id of the Obtain that took it (acquireRequest.op)
+	reentrant bool
 }
 
 // acquireRequest is one attempt to take a key.
@@ -45,19 +59,31 @@ type acquireRequest struct {
 	value     Value         // Count is ignored: the store sets it for re-entrant locks
 	ttl       time.Duration // asked-for lifetime
 	reentrant bool          // a stored value with the same Value.Rand (same owner) may enter again, count + 1
-	waiterID  string        // identifies this Obtain call in a store's wait queue ("" for TryObtain)
-	start     time.Time     // monotonic start of the attempt, for Redlock validity
-	waited    time.Duration // how long the Obtain has waited so far (for the acquired event)
+	// op identifies the Obtain call, "<client id>:<n>", in every request it sends: it is a
+	// re-entrant level's id, a waiter's id in the wait queue, and what a late copy of one of
+	// its requests is recognized by.
+	op     string
+	queue  bool          // wait in the store's queue (Obtain; not TryObtain)
+	start  time.Time     // monotonic start of the attempt: validity is measured from it
+	waited time.Duration // how long the Obtain has waited so far (for the acquired event)
 	// wake is the signal channel this Obtain got from wakeups(key), so a store that
 	// addresses wake-ups to one waiter can route them to it (nil for TryObtain).
 	wake <-chan struct{}
+}
+
+// hold is what the stores need to know of the lock this request took, stored as value.
+func (req acquireRequest) hold(value string) hold {
+	h := hold{key: req.key, match: value, op: req.op, reentrant: req.reentrant}
+	if req.reentrant {
+		h.match = valueBase(value)
+	}
+	return h
 }
 
 // acquireResult is the outcome of one attempt.
 type acquireResult struct {
 	acquired   bool
 	value      string        // the value now stored (with the count for a re-entrant lock)
-	count      int           // re-entry count after this attempt; 0 for plain locks
 	token      int64         // fencing token; 0 when the store has none (Redlock)
 	validUntil time.Time     // local deadline by which the lock must be renewed
 	holderTTL  time.Duration // when not acquired: the holder's remaining TTL if known, else 0 (-1: no expiry)
@@ -68,8 +94,8 @@ type acquireResult struct {
 	position int64
 }
 
-// releaseResult says what a release did.
-type releaseResult struct {
-	deleted bool // the key is gone (plain lock, or the last re-entry level)
-	count   int  // re-entry levels still held when not deleted
+// abandoner is implemented by stores that must clean up after an Obtain that gave up: its
+// queue entry, and a lock that one of its requests may have taken or been handed.
+type abandoner interface {
+	abandon(ctx context.Context, req acquireRequest) error
 }

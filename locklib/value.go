@@ -163,3 +163,11 @@ func unescapeField(s string) (string, error) {
 	}
 	return sb.String(), nil
 }
+
+// valueBase is a lock value without its re-entry count.
+func valueBase(value string) string {
+	if v, err := ParseValue(value); err == nil && v.Count > 0 {
+		return value[:strings.LastIndexByte(value, ':')]
+	}
+	return value
+}

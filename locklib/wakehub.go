@@ -25,9 +25,12 @@ type wakeHub struct {
 	byWaiter map[string]*wakeReg
 	bySignal map[<-chan struct{}]*wakeReg
 	grants   map[string]grant // by waiter id: locks handed over by this client's releases
-	pubsub   *redis.PubSub
-	closed   bool
-	wg       sync.WaitGroup
+	// gaveUp lists the waiters whose Obtain gave up lately, with when: a hand-off to one of
+	// them has nobody to take it and must be cleaned up.
+	gaveUp map[string]time.Time
+	pubsub *redis.PubSub
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // hubPingInterval is how long the subscription may stay quiet before it is pinged.
@@ -41,7 +44,8 @@ type wakeReg struct {
 
 func newWakeHub(rdb redis.UniversalClient) *wakeHub {
 	return &wakeHub{rdb: rdb, byKey: map[string]map[*wakeReg]struct{}{},
-		byWaiter: map[string]*wakeReg{}, bySignal: map[<-chan struct{}]*wakeReg{}, grants: map[string]grant{}}
+		byWaiter: map[string]*wakeReg{}, bySignal: map[<-chan struct{}]*wakeReg{}, grants: map[string]grant{},
+		gaveUp: map[string]time.Time{}}
 }
 
 // grant is a lock the release script wrote for one of this client's waiters.
@@ -53,15 +57,54 @@ type grant struct {
 	waiters    int64
 }
 
-// handOver records a grant for waiter and wakes it; its next acquire takes the grant
-// without a round trip. A waiter that is not registered any more has already taken the
-// lock with an attempt that crossed the hand-off (acquire.lua sees its own value), or its
-// Obtain failed and the lock runs out at its TTL: either way there is nobody to tell.
-func (h *wakeHub) handOver(waiter string, g grant) {
+// handOverResult says what became of a hand-off.
+type handOverResult int
+
+const (
+	handedToWaiter    handOverResult = iota // the waiter takes it with its next attempt
+	handedToAbandoned                       // the waiter's Obtain gave up: nobody takes it
+	handedToTaken                           // the waiter had taken it with its own attempt
+)
+
+// handOver records a grant for waiter and wakes it; its next acquire takes the grant without
+// a round trip. A waiter that is not registered any more has either taken the lock with an
+// attempt that crossed the hand-off (acquire.lua sees its own value), or given up.
+func (h *wakeHub) handOver(waiter string, g grant) handOverResult {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r := h.byWaiter[waiter]; r != nil {
 		h.grants[waiter] = g
+		signal(r.ch)
+		return handedToWaiter
+	}
+	if _, ok := h.gaveUp[waiter]; ok {
+		return handedToAbandoned
+	}
+	return handedToTaken
+}
+
+// gaveUpMemory is how long a waiter that gave up is remembered: longer than a release that
+// was sent before it gave up can take to answer.
+const gaveUpMemory = time.Minute
+
+// abandoned records that waiter's Obtain gave up.
+func (h *wakeHub) abandoned(waiter string) {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w, at := range h.gaveUp {
+		if now.Sub(at) > gaveUpMemory {
+			delete(h.gaveUp, w)
+		}
+	}
+	h.gaveUp[waiter] = now
+}
+
+// signalKey wakes every local waiter on key.
+func (h *wakeHub) signalKey(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for r := range h.byKey[key] {
 		signal(r.ch)
 	}
 }

@@ -54,7 +54,7 @@ func (w *watchdog) run(ctx context.Context, l *Lock, lc lockConfig) {
 		// renew_failed, and the validity deadline decides whether the lock is lost.
 		rctx, cancel := context.WithTimeout(ctx, interval)
 		start := time.Now()
-		validUntil, err := l.c.store.refresh(rctx, l.key, l.match, ttl)
+		validUntil, err := l.c.store.refresh(rctx, l.h, ttl)
 		cancel()
 		if ctx.Err() != nil {
 			return // stopped by Release or lose while the renewal was in flight

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,13 +218,60 @@ type faultConn struct {
 	net.Conn
 	f *Faults
 
-	mu      sync.Mutex
-	partial []byte // the start of a command whose end is in a later write
-	next    faultKind
-	until   <-chan struct{}
-	hold    time.Duration
-	closed  chan struct{}
-	once    sync.Once
+	mu       sync.Mutex
+	partial  []byte // the start of a command whose end is in a later write
+	next     faultKind
+	until    <-chan struct{}
+	hold     time.Duration
+	deadline time.Time // the read deadline go-redis set: a held reply times out at it too
+	closed   chan struct{}
+	once     sync.Once
+}
+
+func (c *faultConn) SetDeadline(t time.Time) error {
+	c.setReadDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *faultConn) SetReadDeadline(t time.Time) error {
+	c.setReadDeadline(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *faultConn) setReadDeadline(t time.Time) {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+}
+
+// waitHeld waits until a held reply may be read: until closes (or hold passes), the read
+// deadline passes (a timeout, as the socket would report), or the connection closes.
+func (c *faultConn) waitHeld(until <-chan struct{}, hold time.Duration) error {
+	c.mu.Lock()
+	deadline := c.deadline
+	c.mu.Unlock()
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	var held <-chan time.Time // a random hold; a nil until then never fires
+	if until == nil {
+		t := time.NewTimer(hold)
+		defer t.Stop()
+		held = t.C
+	}
+	select {
+	case <-until:
+		return nil
+	case <-held:
+		return nil
+	case <-timeout:
+		return os.ErrDeadlineExceeded
+	case <-c.closedCh():
+		return net.ErrClosed
+	}
 }
 
 func (c *faultConn) closedCh() chan struct{} {
@@ -275,20 +323,12 @@ func (c *faultConn) Read(p []byte) (int, error) {
 		_ = c.Close()
 		return 0, errInjected
 	case faultHeldReply:
-		if until != nil {
-			select {
-			case <-until:
-			case <-c.closedCh():
-				return 0, net.ErrClosed
-			}
-		} else {
-			t := time.NewTimer(hold)
-			select {
-			case <-t.C:
-			case <-c.closedCh():
-				t.Stop()
-				return 0, net.ErrClosed
-			}
+		if err := c.waitHeld(until, hold); err != nil {
+			// The reply stays held: the next read, if any, waits for it again.
+			c.mu.Lock()
+			c.next, c.until, c.hold = kind, until, hold
+			c.mu.Unlock()
+			return 0, err
 		}
 	}
 	return c.Conn.Read(p)

@@ -1,0 +1,404 @@
+package locklib
+
+// Regression tests for the ways an outside review found to get two holders at once, or a
+// lock held by nobody for a whole TTL. Each builds its fault on purpose with real servers and
+// redistest.Faults (a reply lost after the server ran the request, so go-redis sends it
+// again; a reply held back; a request lost), and failed before the fix it is named after
+// (docs/guarantees.md lists them with the promise each one checks).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// faulty is a server and a Client on it whose connections go through a fault injector.
+type faulty struct {
+	srv    *redistest.Server
+	faults *redistest.Faults
+	c      *Client
+	rdb    *redis.Client
+}
+
+// newFaulty starts a server and makes a Client on it through faults, with every script
+// loaded (a rule meant for a script's EVALSHA must not hit its first NOSCRIPT round).
+func newFaulty(t *testing.T, opts ...func(*redis.Options)) faulty {
+	t.Helper()
+	fx := faulty{srv: redistest.Start(t), faults: redistest.NewFaults(1)}
+	loadScripts(t, fx.srv.Client())
+	fx.rdb = fx.srv.Client(append([]func(*redis.Options){fx.faults.Options}, opts...)...)
+	fx.c = New(fx.rdb, WithNode("test"))
+	t.Cleanup(func() { _ = fx.c.Close() })
+	return fx
+}
+
+func loadScripts(t *testing.T, rdb redis.UniversalClient) {
+	t.Helper()
+	for _, s := range []*redis.Script{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
+		scriptRedlockReentrant, scriptRedlockRelease} {
+		if err := s.Load(context.Background(), rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// isScript matches a call of script s.
+func isScript(s *redis.Script) func(cmd []string) bool {
+	return func(cmd []string) bool { return cmd[0] == "evalsha" && len(cmd) > 1 && cmd[1] == s.Hash() }
+}
+
+// isScriptWith matches a call of script s one of whose arguments contains arg.
+func isScriptWith(s *redis.Script, arg string) func(cmd []string) bool {
+	withArg := redistest.ScriptWithArg(arg)
+	return func(cmd []string) bool { return isScript(s)(cmd) && withArg(cmd) }
+}
+
+// mustNotObtain fails when another client can take key: it is still held.
+func mustNotObtain(t *testing.T, c *Client, key, why string) {
+	t.Helper()
+	if l, err := c.TryObtain(context.Background(), key, time.Second); !errors.Is(err, ErrNotObtained) {
+		if l != nil {
+			_ = l.Release(context.Background())
+		}
+		t.Fatalf("another client could take %s (%v): %s", key, err, why)
+	}
+}
+
+// mustBeFreeWithin fails unless key is gone within d (a lock left held for nobody).
+func mustBeFreeWithin(t *testing.T, rdb *redis.Client, key string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for rdb.Exists(context.Background(), key).Val() != 0 {
+		if time.Now().After(deadline) {
+			v, _ := redistest.Value(t, rdb, key)
+			t.Fatalf("%s still holds %q %v later (PTTL %v): held for nobody", key, v, d, rdb.PTTL(context.Background(), key).Val())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Defect 1: a re-entrant level with a short TTL and a watchdog (or a short Refresh) set the
+// shared key's TTL to its own, below what the outer level's deadline relied on.
+func TestInnerLevelNeverShortensTheKey(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	other, _ := newTestClient(t, srv)
+	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	const key = "lock:shared-levels"
+	outer := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant())
+	inner := mustObtain(t, c, ctx, key, 300*time.Millisecond, Reentrant(), WithWatchdog())
+	time.Sleep(250 * time.Millisecond) // the inner watchdog renews (every 100 ms)
+	if err := inner.Refresh(ctx, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 25*time.Second {
+		t.Fatalf("the inner level shortened the key to %v; the outer level relies on ~30s", pttl)
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if outer.Err() != nil {
+		t.Fatalf("outer level lost: %v", outer.Err())
+	}
+	mustNotObtain(t, other, key, "the outer level still holds it")
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Defect 2, a re-entrant release run twice by the server: the count went from 3 to 1.
+func TestReentrantReleaseRunTwice(t *testing.T) {
+	fx := newFaulty(t)
+	c, rdb, f := fx.c, fx.rdb, fx.faults
+	other, _ := newTestClient(t, fx.srv)
+	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	const key = "lock:release-twice"
+	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	mid := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	fired := f.DropReply(isScript(scriptRelease))
+	if err := inner.Release(ctx); err != nil {
+		t.Fatalf("a release whose first reply was lost: %v, want nil", err)
+	}
+	<-fired
+	if v, _ := redistest.Value(t, rdb, key); !strings.HasSuffix(v, ":2") {
+		t.Fatalf("after one release of three levels the key holds %q, want count 2", v)
+	}
+	if err := mid.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustNotObtain(t, other, key, "the outer level still holds it")
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustBeFreeWithin(t, rdb, key, 0)
+}
+
+// Defect 2, a re-entry run twice: the count went up by two, and the key outlived the last
+// release by its TTL.
+func TestReentryRunTwice(t *testing.T) {
+	fx := newFaulty(t)
+	c, rdb, f := fx.c, fx.rdb, fx.faults
+	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	const key = "lock:reenter-twice"
+	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	fired := f.DropReply(isScript(scriptAcquire))
+	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	<-fired
+	if v, _ := redistest.Value(t, rdb, key); !strings.HasSuffix(v, ":2") || !strings.HasSuffix(inner.Value(), ":2") {
+		t.Fatalf("one re-entry stored %q (the Lock says %q), want count 2", v, inner.Value())
+	}
+	for _, l := range []*Lock{inner, outer} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustBeFreeWithin(t, rdb, key, 0)
+}
+
+// Defect 2, a TryObtain run twice: the second copy saw its own value and reported the lock
+// taken by someone else, while that value held the key for the TTL.
+func TestTryObtainRunTwice(t *testing.T) {
+	fx := newFaulty(t)
+	c, rdb, f := fx.c, fx.rdb, fx.faults
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:try-twice"
+	fired := f.DropReply(isScript(scriptAcquire))
+	l, err := c.TryObtain(ctx, key, 10*time.Second)
+	<-fired
+	if err != nil {
+		v, _ := redistest.Value(t, rdb, key)
+		t.Fatalf("TryObtain whose first reply was lost: %v, while the key holds %q", err, v)
+	}
+	if v, _ := redistest.Value(t, rdb, key); v != l.Value() || l.Token() == 0 {
+		t.Fatalf("the key holds %q, the Lock %q with token %d", v, l.Value(), l.Token())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustBeFreeWithin(t, rdb, key, 0)
+}
+
+// Defect 2, a plain release run twice: the second copy reported ErrNotHeld for a success.
+func TestReleaseRunTwice(t *testing.T) {
+	fx := newFaulty(t)
+	c, rdb, f := fx.c, fx.rdb, fx.faults
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:release-plain-twice"
+	l := mustObtain(t, c, ctx, key, 10*time.Second)
+	fired := f.DropReply(isScript(scriptRelease))
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("a release whose first reply was lost: %v, want nil", err)
+	}
+	<-fired
+	mustBeFreeWithin(t, rdb, key, 0)
+}
+
+// Defect 3: Refresh(10s) and Refresh(500ms) ran in that order, but the 10 s reply was read
+// last: the Lock kept 10 s of validity while the key had 500 ms.
+func TestConcurrentRefreshesAnsweredOutOfOrder(t *testing.T) {
+	fx := newFaulty(t)
+	c, f := fx.c, fx.faults
+	other, _ := newTestClient(t, fx.srv)
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:refresh-order"
+	l := mustObtain(t, c, ctx, key, 2*time.Second)
+	release := make(chan struct{})
+	held := f.HoldReply(isScriptWith(scriptRefresh, "10000"), release)
+	long := make(chan error, 1)
+	go func() { long <- l.Refresh(ctx, 10*time.Second) }()
+	<-held
+	redistest.Eventually(t, "the 10 s refresh ran", func() bool { d, _ := l.TTL(ctx); return d > 5*time.Second })
+	if err := l.Refresh(ctx, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-long; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(900 * time.Millisecond)
+	if l.Err() == nil {
+		mustNotObtain(t, other, key, "the Lock has no Err(): its deadline says it still holds the key")
+	}
+	_ = l.Release(ctx)
+}
+
+// Defect 4: a waiter whose attempt failed on a backend error stayed queued, a release of its
+// own Client handed it the lock, and nobody released it: held for the waiter's whole TTL.
+func TestWaiterThatFailedIsNotHandedTheLock(t *testing.T) {
+	fx := newFaulty(t)
+	c, rdb, f := fx.c, fx.rdb, fx.faults
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:handoff-orphan"
+	holder := mustObtain(t, c, ctx, key, 20*time.Second)
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := c.Obtain(ctx, key, 20*time.Second, WithTrace("the-waiter"))
+		waiter <- err
+	}()
+	redistest.Eventually(t, "the waiter queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 1 })
+	// Its next attempt fails: every copy go-redis sends is lost.
+	for range 4 {
+		f.LoseRequest(isScriptWith(scriptAcquire, "the-waiter"))
+	}
+	if err := <-waiter; !errors.Is(err, ErrBackend) {
+		t.Fatalf("waiter: %v, want ErrBackend", err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustBeFreeWithin(t, rdb, key, time.Second)
+}
+
+// Defect 5: an Obtain whose context ended while its acquire reply was on its way left its
+// value (re-entrant: not cleaned up at all; TryObtain: never cleaned up) for the TTL. With
+// default client options the Obtain did not even return at its deadline.
+func TestObtainCancelledWhileItsAcquireIsOnItsWay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []LockOption
+		try  bool
+	}{
+		{"reentrant Obtain", []LockOption{Reentrant()}, false},
+		{"plain Obtain", nil, false},
+		{"TryObtain", nil, true},
+	} {
+		for _, ctxTimeouts := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, ContextTimeoutEnabled %v", tc.name, ctxTimeouts), func(t *testing.T) {
+				fx := newFaulty(t, func(o *redis.Options) { o.ContextTimeoutEnabled = ctxTimeouts })
+				c, rdb, f := fx.c, fx.rdb, fx.faults
+				const key = "lock:cancelled"
+				release := make(chan struct{})
+				defer close(release)
+				f.HoldReply(isScriptWith(scriptAcquire, "cancelled"), release)
+				ctx, cancel := context.WithTimeout(ContextWithOwner(context.Background(), "job"), 200*time.Millisecond)
+				defer cancel()
+				obtain := c.Obtain
+				if tc.try {
+					obtain = c.TryObtain
+				}
+				begin := time.Now()
+				l, err := obtain(ctx, key, 20*time.Second, append(tc.opts, WithTrace("cancelled"))...)
+				if err == nil {
+					_ = l.Release(context.Background())
+					t.Fatal("Obtain returned a lock after its context ended")
+				}
+				if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("err = %v, want ErrNotObtained and the context's error", err)
+				}
+				if took := time.Since(begin); took > time.Second {
+					t.Fatalf("Obtain returned %v after it began: its context ended after 200ms", took)
+				}
+				mustBeFreeWithin(t, rdb, key, time.Second)
+			})
+		}
+	}
+}
+
+// Defect 6, Redlock: a SET NX sent again after a lost reply found our own key and counted as
+// refused; the undo and the release skipped that instance, which kept our value for the TTL.
+func TestRedlockSetRunTwice(t *testing.T) {
+	faults := redistest.NewFaults(1)
+	fx := &redlockFixture{servers: redistest.StartN(t, 3)}
+	for _, s := range fx.servers {
+		fx.clients = append(fx.clients, s.Client(faults.Options))
+	}
+	fx.warmUp(t)
+	c := fx.client(t)
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:rl:set-twice"
+	for range 3 { // every instance loses its first reply
+		faults.DropReply(func(cmd []string) bool { return cmd[0] == "set" && cmd[1] == key })
+	}
+	l, err := c.TryObtain(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("TryObtain whose SETs were sent twice: %v (held on %d of 3)", err, fx.present(t, key))
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the key gone from every instance", func() bool { return fx.present(t, key) == 0 })
+}
+
+// Defect 6, Redlock: a re-entrant release run twice took two levels on that instance.
+func TestRedlockReentrantReleaseRunTwice(t *testing.T) {
+	faults := redistest.NewFaults(1)
+	fx := &redlockFixture{servers: redistest.StartN(t, 3)}
+	for _, s := range fx.servers {
+		fx.clients = append(fx.clients, s.Client(faults.Options))
+	}
+	fx.warmUp(t)
+	c := fx.client(t)
+	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	const key = "lock:rl:release-twice"
+	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	for range 3 {
+		faults.DropReply(isScript(scriptRedlockRelease))
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := valueBase(outer.Value())
+	redistest.Eventually(t, "count 1 on every instance", func() bool { return fx.holders(t, key, base+":1") == 3 })
+	time.Sleep(50 * time.Millisecond) // any late copy lands
+	if n := fx.holders(t, key, base+":1"); n != 3 {
+		t.Fatalf("after one release of two levels only %d of 3 instances hold count 1", n)
+	}
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Defect 7: Release's 2 s bound reached the socket only with ContextTimeoutEnabled; with
+// default options a release against a frozen server took ReadTimeout per try (~10 s).
+func TestReleaseBoundWithDefaultOptions(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 30*time.Second)
+	l := mustObtain(t, c, ctx, "lock:frozen", 10*time.Second)
+	srv.Pause()
+	defer srv.Resume()
+	begin := time.Now()
+	err := l.Release(ctx)
+	took := time.Since(begin)
+	if !errors.Is(err, ErrBackend) {
+		t.Fatalf("Release against a frozen server: %v, want ErrBackend", err)
+	}
+	if took > releaseTimeout+500*time.Millisecond {
+		t.Fatalf("Release took %v, want at most its %v bound", took, releaseTimeout)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	begin = time.Now()
+	if _, err := l.TTL(short); err == nil || time.Since(begin) > time.Second {
+		t.Fatalf("TTL with a 200ms context: %v after %v", err, time.Since(begin))
+	}
+}
+
+// Defect 8: a script that failed after its first write left it: with the fence counter of
+// the wrong type, TryObtain returned ErrBackend and the lock key stayed set for its TTL.
+func TestFailedScriptWritesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	for i, companion := range []func(string) string{FenceKey, WaitQueueKey, WaitPresenceKey, LevelsKey, EndedKey} {
+		key := fmt.Sprintf("lock:wrong-type:%d", i)
+		rdb.HSet(ctx, companion(key), "f", "v")
+		for _, opts := range [][]LockOption{nil, {Reentrant()}} {
+			if _, err := c.TryObtain(ctx, key, 10*time.Second, opts...); !errors.Is(err, ErrBackend) {
+				t.Fatalf("%s is a hash: TryObtain %v, want ErrBackend", companion(key), err)
+			}
+			if rdb.Exists(ctx, key).Val() != 0 {
+				t.Fatalf("%s is a hash: the failed TryObtain left %s set", companion(key), key)
+			}
+		}
+	}
+}
