@@ -67,18 +67,19 @@ const (
 )
 
 // handOver records a grant for waiter and wakes it; its next acquire takes the grant without
-// a round trip. A waiter that is not registered any more has either taken the lock with an
-// attempt that crossed the hand-off (acquire.lua sees its own value), or given up.
+// a round trip. A waiter that gave up takes nothing, even while its Obtain is still on its
+// way out; one that is not registered any more and did not give up has taken the lock with
+// an attempt that crossed the hand-off (acquire.lua sees its own value).
 func (h *wakeHub) handOver(waiter string, g grant) handOverResult {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.gaveUp[waiter]; ok {
+		return handedToAbandoned
+	}
 	if r := h.byWaiter[waiter]; r != nil {
 		h.grants[waiter] = g
 		signal(r.ch)
 		return handedToWaiter
-	}
-	if _, ok := h.gaveUp[waiter]; ok {
-		return handedToAbandoned
 	}
 	return handedToTaken
 }
