@@ -13,13 +13,15 @@ local value, ttl, rand, op, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local window, fenceTTL = tonumber(ARGV[6]), ARGV[7]
 local acquiredEvent, waitingEvent = ARGV[8], ARGV[9]
 
-checkTypes(key, 'string', fence, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
-local now = nowMs()
-if ended(done, op, now) then
+-- Reads before any write (lib.lua): ended, lock, queue and fence here; presence is read (by
+-- prune) before any write when there are waiters, and written first otherwise; levels are
+-- read (SCARD) before a re-entry and deleted (which cannot fail) before a first entry.
+if ended(done, op) then
   return {-2, '', '0', 0, 0}
 end
-
 local cur = redis.call('GET', key)
+local waiters = redis.call('ZCARD', queue)
+local last = redis.call('GET', fence)
 
 if cur and rand == '' and sameHolder(cur, value) then
   -- Ours already: an earlier copy of this request ran, or a release of our own client
@@ -27,14 +29,14 @@ if cur and rand == '' and sameHolder(cur, value) then
   if entry ~= '' then
     dequeue(queue, presence, entry)
   end
-  return {1, cur, currentToken(fence, fenceTTL), redis.call('ZCARD', queue), redis.call('PTTL', key)}
+  return {1, cur, currentToken(fence, fenceTTL, last), redis.call('ZCARD', queue), redis.call('PTTL', key)}
 end
 
 if cur and rand ~= '' then
   local base, r = reentrantParts(cur)
   -- Without its levels set (evicted) nobody knows which levels are held: not re-entered.
-  if r == rand and redis.call('EXISTS', levels) == 1 then
-    local token, waiters = currentToken(fence, fenceTTL), redis.call('ZCARD', queue)
+  if r == rand and redis.call('SCARD', levels) > 0 then
+    local token = currentToken(fence, fenceTTL, last)
     if redis.call('SADD', levels, op) == 1 then
       -- A new level: count + 1, same token, and the TTL never shortened.
       cur = base .. ':' .. redis.call('SCARD', levels)
@@ -46,7 +48,7 @@ if cur and rand ~= '' then
   end
 end
 
-local waiters = redis.call('ZCARD', queue)
+local now, time = nowMs()
 if waiters > 0 then
   waiters = prune(queue, presence, now)
 end
@@ -57,7 +59,7 @@ if not cur then
     head = liveHead(queue, presence)
   end
   if head == nil or head == entry then
-    local token = nextToken(fence, fenceTTL)
+    local token = nextToken(fence, fenceTTL, last, time)
     value = stamp(value, now)
     redis.call('SET', key, value, 'PX', ttl)
     if rand ~= '' then
@@ -78,18 +80,18 @@ end
 
 local position = -1
 if entry ~= '' then
+  redis.call('ZADD', presence, now + window, entry) -- first: presence may not have been read
   local added = false
   if not redis.call('ZSCORE', queue, entry) then
     local ticket = now
-    local last = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
-    if last[2] and tonumber(last[2]) >= ticket then
-      ticket = tonumber(last[2]) + 1
+    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
+    if tail[2] and tonumber(tail[2]) >= ticket then
+      ticket = tonumber(tail[2]) + 1
     end
     redis.call('ZADD', queue, ticket, entry)
     waiters = waiters + 1
     added = true
   end
-  redis.call('ZADD', presence, now + window, entry)
   redis.call('PEXPIRE', queue, window * 2)
   redis.call('PEXPIRE', presence, window * 2)
   if added then

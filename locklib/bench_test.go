@@ -52,13 +52,15 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 			}
 		}
 	}
+	ops := New(rdb) // only for operation ids
+	defer ops.Close()
 	scriptsOnly := func() {
-		v := newValue("n", "", time.Now()).String()
-		keys := []string{"lock:so", FenceKey("lock:so"), WaitQueueKey("lock:so"), WaitPresenceKey("lock:so")}
-		if err := scriptAcquire.Run(ctx, rdb, keys, v, 10000, "", "", 1750, 86400000, "", "").Err(); err != nil {
-			b.Fatal(err)
+		v, op := newValue("n", "", time.Now()).String(), ops.nextOpID()
+		reply, err := scriptAcquire.Run(ctx, rdb, lockKeys("lock:so"), v, 10000, "", op, "", 1750, 86400000, "", "").Slice()
+		if err != nil || len(reply) < 2 {
+			b.Fatal(reply, err)
 		}
-		if err := scriptRelease.Run(ctx, rdb, keys, v, "0", "", "x").Err(); err != nil {
+		if err := scriptRelease.Run(ctx, rdb, lockKeys("lock:so"), reply[1], op, "0", "", "x").Err(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,8 +9,8 @@
 --       re-entrant '1'/'0'
 local key, queue, presence, levels, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, entry, value = ARGV[1], ARGV[2], ARGV[3]
-checkTypes(key, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
-finish(done, op, nowMs())
+checkTypes(key, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'list')
+finish(done, op)
 if entry ~= '' then
   dequeue(queue, presence, entry)
 end

@@ -5,14 +5,18 @@
 -- broke before the reply came, and the server may have run the first copy. Each request
 -- carries its Obtain's operation id, and a script recognizes its own earlier effect (our
 -- value already in the key, our level already in the levels set, our release already in the
--- ended set) instead of applying it again (docs/locklib.md, "Requests that run twice").
--- Every script also checks the types of all its keys before its first write, so a script
--- that fails leaves nothing half done.
+-- ended list) instead of applying it again (docs/locklib.md, "Requests that run twice").
+-- Every script also reads each key it may write before its first write (or checks its type,
+-- checkTypes): a key of the wrong type fails the script before it changed anything, so a
+-- script that fails leaves nothing half done. Redis refuses writes for being out of memory
+-- for the whole script or not at all.
 
 local EVENTS = 'lockscope:events' -- locklib.EventsChannel
 local WAKE = 'lockscope:wake:'    -- + client id: where a client's waiters are woken
--- How long the ended set (locklib.EndedKey) remembers an operation: a late copy of a
--- request of an operation that ended at most this long ago changes nothing.
+-- The ended list (locklib.EndedKey) remembers the last ENDED_MAX operations that ended on a
+-- key, for ENDED_MS after the last of them: a late copy of a request of one of them changes
+-- nothing.
+local ENDED_MAX = 64
 local ENDED_MS = 10000
 
 -- checkTypes fails the script, before it wrote anything, when a key of pairs (key, expected
@@ -27,16 +31,22 @@ local function checkTypes(...)
   end
 end
 
--- ended reports whether operation op ended (released, or given up) within ENDED_MS.
-local function ended(done, op, now)
-  local deadline = redis.call('ZSCORE', done, op)
-  return deadline ~= false and tonumber(deadline) > now
+-- nowMs is the server's clock in milliseconds.
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
 end
 
--- finish records that operation op ended, and forgets operations that ended long ago.
-local function finish(done, op, now)
-  redis.call('ZREMRANGEBYSCORE', done, '-inf', now)
-  redis.call('ZADD', done, now + ENDED_MS, op)
+-- ended reports whether operation op ended (released, or given up) lately.
+local function ended(done, op)
+  return redis.call('LPOS', done, op) ~= false
+end
+
+-- finish records that operation op ended.
+local function finish(done, op)
+  if redis.call('LPUSH', done, op) > ENDED_MAX then
+    redis.call('LTRIM', done, 0, ENDED_MAX - 1)
+  end
   redis.call('PEXPIRE', done, ENDED_MS)
 end
 
@@ -74,12 +84,6 @@ local function holds(cur, value, levels, op)
   end
   local _, rand = reentrantParts(cur)
   return rand ~= nil and rand == string.match(value, ':(%x+)$') and redis.call('SISMEMBER', levels, op) == 1
-end
-
--- nowMs is the server's clock in milliseconds.
-local function nowMs()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
 end
 
 -- prune drops waiters whose presence deadline has passed and returns the queue length.
@@ -129,13 +133,12 @@ local function wake(entry, key)
   end
 end
 
--- nextToken hands out the fencing token: above every token handed out before, even if the
--- counter was deleted, evicted or lost in a failover, because the server clock in
--- microseconds is a floor (docs/value-format.md).
-local function nextToken(fence, fenceTTL)
-  local t = redis.call('TIME')
+-- nextToken hands out the fencing token (last: the counter as the caller read it): above
+-- every token handed out before, even if the counter was deleted, evicted or lost in a
+-- failover, because the server clock in microseconds is a floor (docs/value-format.md).
+local function nextToken(fence, fenceTTL, last, t)
+  t = t or redis.call('TIME') -- the caller's TIME reply, if it has one
   local clock = t[1] .. string.format('%06d', tonumber(t[2]))
-  local last = redis.call('GET', fence)
   -- A counter of over 18 digits is not ours (INCR could overflow): the clock replaces it.
   if last and string.match(last, '^%d+$') and #last <= 18 and tonumber(last) >= tonumber(clock) then
     -- Several acquisitions within one microsecond, or the clock stepped back: count on.
@@ -147,14 +150,14 @@ local function nextToken(fence, fenceTTL)
   return clock
 end
 
--- currentToken is the token of the acquisition that holds the key now: the counter, which
--- only an acquisition moves. A counter deleted meanwhile is replaced by a new token.
-local function currentToken(fence, fenceTTL)
-  local last = redis.call('GET', fence)
+-- currentToken is the token of the acquisition that holds the key now: the counter (last,
+-- as read), which only an acquisition moves. A counter deleted meanwhile is replaced by a
+-- new token.
+local function currentToken(fence, fenceTTL, last)
   if last and string.match(last, '^%d+$') and #last <= 18 then
     return last
   end
-  return nextToken(fence, fenceTTL)
+  return nextToken(fence, fenceTTL, last)
 end
 
 -- A value's timestamp is stamped by the server when the key is written (stamp), so a lock's
@@ -189,8 +192,8 @@ end
 
 -- dequeue removes a waiter's entry.
 local function dequeue(queue, presence, entry)
+  redis.call('ZREM', presence, entry) -- first: the caller may not have read presence yet
   redis.call('ZREM', queue, entry)
-  redis.call('ZREM', presence, entry)
 end
 
 -- event publishes a lifecycle event: prefix is a JSON object without its closing brace.

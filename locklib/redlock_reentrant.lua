@@ -9,8 +9,8 @@
 -- Returns {1, stored value} when taken, {0, holder PTTL ms (-1 = no expiry)} otherwise.
 local key, levels, done = KEYS[1], KEYS[2], KEYS[3]
 local value, ttl, rand, op = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-checkTypes(key, 'string', levels, 'set', done, 'zset')
-if ended(done, op, nowMs()) then
+checkTypes(key, 'string', levels, 'set', done, 'list')
+if ended(done, op) then
   return {0, redis.call('PTTL', key)}
 end
 local cur = redis.call('GET', key)

@@ -1,6 +1,6 @@
 -- Redlock, one instance: owner-checked release of one Lock (operation id op) on KEYS[1]; a
 -- re-entrant lock loses its level and is deleted only with its last. A copy of this release
--- that runs again finds op in the ended set and reports the first one's success.
+-- that runs again finds op in the ended list and reports the first one's success.
 -- KEYS: lock, levels, ended operations
 -- ARGV: value (a base, for a re-entrant lock), re-entrant '1'/'0', release channel ('' =
 --       none), op, '1' to record op as ended ('0' for the undo of one attempt: the Obtain
@@ -11,9 +11,8 @@
 -- else the levels still held.
 local key, levels, done = KEYS[1], KEYS[2], KEYS[3]
 local value, reentrant, channel, op, record = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4], ARGV[5] == '1'
-checkTypes(key, 'string', levels, 'set', done, 'zset')
-local now = nowMs()
-if record and ended(done, op, now) then
+checkTypes(key, 'string', levels, 'set', done, 'list')
+if record and ended(done, op) then
   return -2
 end
 local cur = redis.call('GET', key)
@@ -25,7 +24,7 @@ if reentrant then
   local n = redis.call('SCARD', levels)
   if n > 0 then
     if record then
-      finish(done, op, now)
+      finish(done, op)
     end
     redis.call('SET', key, reentrantParts(cur) .. ':' .. n, 'KEEPTTL')
     return n
@@ -35,7 +34,7 @@ elseif cur ~= value then
   return -1
 end
 if record then
-  finish(done, op, now)
+  finish(done, op)
 end
 redis.call('DEL', key)
 if channel ~= '' then

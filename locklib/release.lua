@@ -31,23 +31,27 @@ local function handedOver(v, ttl, token, waiters)
   redis.call('PUBLISH', EVENTS, e)
 end
 
-checkTypes(key, 'string', fence, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
-local now = nowMs()
-if ended(done, op, now) then
+-- Reads before any write (lib.lua): ended, lock, queue (and, when there are waiters,
+-- presence and fence, which a hand-off writes); levels are read (holds) before SREM.
+if ended(done, op) then
   return {2, redis.call('SCARD', levels), redis.call('ZCARD', queue), '', '0', ''}
 end
-
 local cur = redis.call('GET', key)
+local waiters = redis.call('ZCARD', queue)
+local last = nil
+if waiters > 0 then
+  redis.call('ZCARD', presence)
+  last = redis.call('GET', fence)
+end
 if reentrant then
   if not holds(cur, value, levels, op) then
     return {-1, 0, 0, '', '0', ''}
   end
   redis.call('SREM', levels, op)
-  finish(done, op, now)
+  finish(done, op)
   local n = redis.call('SCARD', levels)
   if n > 0 then
     redis.call('SET', key, reentrantParts(cur) .. ':' .. n, 'KEEPTTL')
-    local waiters = redis.call('ZCARD', queue)
     event(releasedEvent, ',"waiters":' .. waiters)
     return {0, n, waiters, '', '0', ''}
   end
@@ -55,20 +59,20 @@ if reentrant then
 elseif cur ~= value then
   return {-1, 0, 0, '', '0', ''}
 else
-  finish(done, op, now)
+  finish(done, op)
 end
 
 redis.call('DEL', key)
-local waiters = redis.call('ZCARD', queue)
 local handedTo, token, written = '', '0', ''
 if waiters > 0 then
+  local now, time = nowMs()
   waiters = prune(queue, presence, now)
   local head = liveHead(queue, presence)
   if head then
     local _, client, ttl, nextValue = entryParts(head)
     if client == self and plain(nextValue) then
       -- the counter's lifetime as acquire.lua sets it: max(10 * ttl, 24h)
-      token = nextToken(fence, math.max(10 * tonumber(ttl), 86400000))
+      token = nextToken(fence, math.max(10 * tonumber(ttl), 86400000), last, time)
       nextValue = stamp(nextValue, now)
       written = nextValue
       redis.call('SET', key, nextValue, 'PX', ttl)

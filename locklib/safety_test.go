@@ -384,21 +384,90 @@ func TestReleaseBoundWithDefaultOptions(t *testing.T) {
 }
 
 // Defect 8: a script that failed after its first write left it: with the fence counter of
-// the wrong type, TryObtain returned ErrBackend and the lock key stayed set for its TTL.
+// the wrong type, TryObtain returned ErrBackend and the lock key stayed set for its TTL. Every
+// script, on every path, with each companion key of the wrong type: either it succeeds
+// without touching that key, or it fails with ErrBackend and changes nothing.
 func TestFailedScriptWritesNothing(t *testing.T) {
+	companions := map[string]func(string) string{"fence": FenceKey, "queue": WaitQueueKey,
+		"presence": WaitPresenceKey, "levels": LevelsKey, "ended": EndedKey}
+	owner := ContextWithOwner(context.Background(), "job")
+	// Each path prepares the key (before the companion is broken) and then runs the call.
+	paths := map[string]struct {
+		prepare func(t *testing.T, c *Client, key string) *Lock
+		call    func(c *Client, key string, held *Lock) error
+	}{
+		"TryObtain": {nil, func(c *Client, key string, _ *Lock) error {
+			return tryAndRelease(c.TryObtain(context.Background(), key, 10*time.Second))
+		}},
+		"TryObtain re-entrant": {nil, func(c *Client, key string, _ *Lock) error {
+			return tryAndRelease(c.TryObtain(owner, key, 10*time.Second, Reentrant()))
+		}},
+		"re-entry": {func(t *testing.T, c *Client, key string) *Lock {
+			return mustObtain(t, c, owner, key, 10*time.Second, Reentrant())
+		}, func(c *Client, key string, _ *Lock) error {
+			return tryAndRelease(c.TryObtain(owner, key, 10*time.Second, Reentrant()))
+		}},
+		"Obtain behind a holder": {func(t *testing.T, c *Client, key string) *Lock {
+			return mustObtain(t, c, context.Background(), key, 10*time.Second)
+		}, func(c *Client, key string, _ *Lock) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			return tryAndRelease(c.Obtain(ctx, key, 10*time.Second))
+		}},
+		"Release": {func(t *testing.T, c *Client, key string) *Lock {
+			return mustObtain(t, c, context.Background(), key, 10*time.Second)
+		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
+		"Release re-entrant": {func(t *testing.T, c *Client, key string) *Lock {
+			return mustObtain(t, c, owner, key, 10*time.Second, Reentrant())
+		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
+	}
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
-	ctx := testCtx(t, 10*time.Second)
-	for i, companion := range []func(string) string{FenceKey, WaitQueueKey, WaitPresenceKey, LevelsKey, EndedKey} {
-		key := fmt.Sprintf("lock:wrong-type:%d", i)
-		rdb.HSet(ctx, companion(key), "f", "v")
-		for _, opts := range [][]LockOption{nil, {Reentrant()}} {
-			if _, err := c.TryObtain(ctx, key, 10*time.Second, opts...); !errors.Is(err, ErrBackend) {
-				t.Fatalf("%s is a hash: TryObtain %v, want ErrBackend", companion(key), err)
+	n := 0
+	for pathName, path := range paths {
+		for name, companion := range companions {
+			n++
+			key := fmt.Sprintf("lock:wrong-type:%d", n)
+			var held *Lock
+			if path.prepare != nil {
+				held = path.prepare(t, c, key)
 			}
-			if rdb.Exists(ctx, key).Val() != 0 {
-				t.Fatalf("%s is a hash: the failed TryObtain left %s set", companion(key), key)
+			rdb.Del(context.Background(), companion(key))
+			rdb.HSet(context.Background(), companion(key), "f", "v")
+			before := snapshot(t, rdb, key)
+			err := path.call(c, key, held)
+			if err == nil || errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrBackend) {
+				continue // it did not need the broken key
+			}
+			if !errors.Is(err, ErrBackend) {
+				t.Errorf("%s with %s a hash: %v, want ErrBackend", pathName, name, err)
+			}
+			if after := snapshot(t, rdb, key); after != before {
+				t.Errorf("%s with %s a hash failed (%v) but changed the keys:\n%s\nto\n%s", pathName, name, err, before, after)
 			}
 		}
 	}
+}
+
+// tryAndRelease releases what an Obtain got and returns its error.
+func tryAndRelease(l *Lock, err error) error {
+	if l != nil {
+		_ = l.Release(context.Background())
+	}
+	return err
+}
+
+// snapshot is the content of key and its companions (DUMP: the value without the TTL), but
+// for the ended list, where a failed Obtain's clean-up records it.
+func snapshot(t *testing.T, rdb *redis.Client, key string) string {
+	t.Helper()
+	var sb strings.Builder
+	for _, k := range lockKeys(key)[:5] {
+		d, err := rdb.Dump(context.Background(), k).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&sb, "%s=%q\n", k, d)
+	}
+	return sb.String()
 }
