@@ -315,11 +315,13 @@ func (c *faultConn) Read(p []byte) (int, error) {
 	c.mu.Unlock()
 	switch kind {
 	case faultLostReply:
-		// Wait for the first byte of the reply: the server has run the command. Then the
-		// reply is lost with the connection.
+		// Wait for the first byte of the reply (within the read deadline go-redis set): the
+		// server has run the command. Then the reply is lost with the connection.
 		var one [1]byte
-		_ = c.Conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		_, _ = io.ReadFull(c.Conn, one[:])
+		if _, err := io.ReadFull(c.Conn, one[:]); err != nil {
+			_ = c.Close()
+			return 0, err // a timeout stays a timeout
+		}
 		_ = c.Close()
 		return 0, errInjected
 	case faultHeldReply:
