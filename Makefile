@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test deps fmt-check vet unit fuzz bench
+.PHONY: test deps fmt-check vet unit fuzz bench soak
 
 test: deps fmt-check vet unit fuzz
 
@@ -23,6 +23,12 @@ unit:
 # A short run of every fuzz target; longer: make fuzz FUZZTIME=10m
 fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
+
+# A long fault-injected history of locklib (locklib/history_test.go); `make test` runs it
+# for 25 s. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
+SOAK ?= 10m
+soak: deps
+	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory$$' -count=1 -timeout 0 ./locklib/
 
 # Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.
 bench:

@@ -1,0 +1,705 @@
+package locklib
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockscope/lockscope/internal/redistest"
+)
+
+const (
+	// historyLeakBound is how long a value may stay after its operation ended: a failed
+	// Obtain or a Release cleans up within 2 s when the server answers.
+	historyLeakBound = 2500 * time.Millisecond
+	// historyExpiryMargin is taken off every deadline: Redis counts an expiry from its
+	// millisecond clock, which may read up to 1 ms before the request arrived, while a
+	// Lock counts from the request's send time.
+	historyExpiryMargin = 5 * time.Millisecond
+	// historyReleaseBound is Release's documented bound (its own 2 s timeout), to which
+	// waiting for a watchdog renewal in flight (timeout ttl/3) adds.
+	historyReleaseBound = 2 * time.Second
+	historyCheckTimeout = 5 * time.Minute
+	historyMaxReports   = 8 // per check; the count of the rest is given
+)
+
+// closeAt is the end of a released Lock's validity: when its holder stopped relying on it.
+func (o *historyOp) closeAt() time.Duration {
+	c := min(o.releaseAt, o.deadline-historyExpiryMargin)
+	if o.lost {
+		c = min(c, o.lostAt)
+	}
+	return c
+}
+
+// end is when the operation stopped being entitled to its value in the key: its failure,
+// or the Release of its Lock.
+func (o *historyOp) end() time.Duration {
+	if o.err != nil {
+		return o.ret
+	}
+	return o.releaseAt
+}
+
+func (o *historyOp) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s ", o.trace(), o.owner)
+	if o.try {
+		b.WriteString("TryObtain")
+	} else {
+		b.WriteString("Obtain")
+	}
+	if o.reentrant {
+		fmt.Fprintf(&b, " re-entrant level %d", o.level)
+	}
+	fmt.Fprintf(&b, " ttl %v", ms(o.ttl))
+	if o.watchdog {
+		b.WriteString(" watchdog")
+	}
+	fmt.Fprintf(&b, " ctx %v", ms(o.timeout))
+	if o.cancelAt > 0 {
+		fmt.Fprintf(&b, " (cancel at +%v)", ms(o.cancelAt))
+	}
+	fmt.Fprintf(&b, " [%v..%v]", ms(o.invoke), ms(o.ret))
+	if o.err != nil {
+		fmt.Fprintf(&b, " failed: %v", o.err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, " token %d value %s; deadline %v", o.token, o.value, ms(o.deadline))
+	if o.lost {
+		fmt.Fprintf(&b, ", Lost() at %v", ms(o.lostAt))
+	}
+	fmt.Fprintf(&b, ", Release at %v took %v: %s; valid until %v", ms(o.releaseAt), ms(o.releaseDur), errText(o.releaseErr), ms(o.closeAt()))
+	for _, r := range o.refreshes {
+		fmt.Fprintf(&b, "\n\t\t%v", r)
+	}
+	return b.String()
+}
+
+// historyIndex looks operations up by the trace in a value and by owner and key.
+type historyIndex struct {
+	byTrace    map[string]*historyOp
+	byOwnerKey map[string][]*historyOp // sorted by invoke
+}
+
+func (h *history) index() historyIndex {
+	x := historyIndex{byTrace: map[string]*historyOp{}, byOwnerKey: map[string][]*historyOp{}}
+	for _, o := range h.ops {
+		x.byTrace[o.trace()] = o
+		k := o.owner + "\x00" + o.key
+		x.byOwnerKey[k] = append(x.byOwnerKey[k], o)
+	}
+	for _, ops := range x.byOwnerKey {
+		slices.SortFunc(ops, func(a, b *historyOp) int { return cmp.Compare(a.invoke, b.invoke) })
+	}
+	return x
+}
+
+// writer is the operation whose trace a stored value carries (for a re-entrant lock, the
+// level that created the key), nil for "" or a value no operation wrote.
+func (x historyIndex) writer(value string) *historyOp {
+	v, err := ParseValue(value)
+	if err != nil {
+		return nil
+	}
+	return x.byTrace[v.Trace]
+}
+
+func (h *history) check(t *testing.T, seed uint64, stats redistest.FaultStats) {
+	t.Helper()
+	x := h.index()
+	lin := h.checkLinearizable(seed)
+	checks := []struct {
+		name       string
+		violations []string
+	}{
+		{"porcupine (one holder whose validity is open, fencing order)", lin.violations},
+		{"validity against the key's content", h.checkValidity(x)},
+		{"leaks", h.checkLeaks(x)},
+		{"Release time bound", h.checkReleaseBound()},
+	}
+	found := 0
+	var all strings.Builder
+	for _, c := range checks {
+		found += len(c.violations)
+		for i, v := range c.violations {
+			fmt.Fprintf(&all, "%s: %s\n\n", c.name, v)
+			if i < historyMaxReports {
+				t.Errorf("%s: %s", c.name, v)
+			} else if i == historyMaxReports {
+				t.Errorf("%s: %d more violations", c.name, len(c.violations)-i)
+			}
+		}
+	}
+	h.logSummary(t, stats, lin)
+	if found > 0 {
+		t.Errorf("seed %d: %d violations (all of them: %s); LOCKLIB_HISTORY_SEED=%d repeats the random choices",
+			seed, found, writeTemp("locklib-history-*.txt", all.String()), seed)
+	}
+}
+
+// writeTemp writes text to a new temporary file, kept for the reader, and returns its name.
+func writeTemp(pattern, text string) string {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		return err.Error()
+	}
+	return f.Name()
+}
+
+func (h *history) logSummary(t *testing.T, stats redistest.FaultStats, lin linearizability) {
+	t.Helper()
+	var ok, tryOK, try, ctx, backend, nested, refreshes int
+	for _, o := range h.ops {
+		switch {
+		case o.err == nil:
+			ok++
+			if o.try {
+				tryOK++
+			}
+		case errors.Is(o.err, ErrBackend):
+			backend++
+		case o.try && errors.Is(o.err, ErrNotObtained):
+			try++
+		default:
+			ctx++
+		}
+		if o.level > 1 && o.err == nil {
+			nested++
+		}
+		refreshes += len(o.refreshes)
+	}
+	var stalls, restarts int
+	var stalled time.Duration
+	var windows []string
+	for _, f := range h.faults {
+		if f.restart {
+			restarts++
+		} else {
+			stalls++
+			stalled += f.end - f.start
+		}
+		windows = append(windows, f.String())
+	}
+	n := 0
+	for _, s := range h.samples {
+		n += len(s)
+	}
+	t.Logf("%d Obtain/TryObtain: %d held (%d nested re-entries, %d by TryObtain), %d TryObtain not obtained, %d context ended, %d backend errors; %d Refresh calls",
+		len(h.ops), ok, nested, tryOK, try, ctx, backend, refreshes)
+	t.Logf("server faults: %d stalls (%v in all), %d restarts; connection faults: %d lost replies, %d lost requests, %d held replies",
+		stalls, ms(stalled), restarts, stats.LostReplies, stats.LostRequests, stats.HeldReplies)
+	t.Logf("server faults: %s", strings.Join(windows, ", "))
+	t.Logf("%d samples; porcupine checked %d operations on %d keys in %v", n, lin.ops, len(h.samples), lin.took.Round(time.Microsecond))
+	for _, u := range lin.unknown {
+		t.Logf("porcupine gave no verdict (timeout) for %s: the mutual exclusion check did not run there", u)
+	}
+}
+
+// ---- Mutual exclusion and fencing order (porcupine) ----
+
+// lockInput is an Acquire (an Obtain that returned a Lock; its output is the token) or a
+// Close (the end of that Lock's validity, a point in time).
+type lockInput struct {
+	close     bool
+	id        int
+	owner     string
+	reentrant bool
+}
+
+// lockState is the key's holder: owner, token and open levels (ids, sorted, ","-joined;
+// "" when free). When free, owner and token are the last holder's.
+type lockState struct {
+	owner  string
+	token  int64
+	levels string
+}
+
+// lockModel: at most one owner whose validity is open. A fresh acquisition needs the key
+// free and a token above every earlier one; a re-entrant one by the holder keeps the token.
+// An owner may also re-enter with its own token right after its levels closed: the key
+// outlives a deadline by a little, and the same owner holding on is no second holder.
+var lockModel = porcupine.Model{
+	Init: func() any { return lockState{} },
+	Step: func(state, input, output any) (bool, any) {
+		s, in := state.(lockState), input.(lockInput)
+		if in.close {
+			levels, ok := removeLevel(s.levels, in.id)
+			return ok, lockState{owner: s.owner, token: s.token, levels: levels}
+		}
+		token := output.(int64)
+		sameOwner := in.reentrant && in.owner == s.owner && token == s.token
+		if !sameOwner && (s.levels != "" || token <= s.token) {
+			return false, s
+		}
+		return true, lockState{owner: in.owner, token: token, levels: addLevel(s.levels, in.id)}
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(lockInput)
+		if in.close {
+			return fmt.Sprintf("close h%d", in.id)
+		}
+		return fmt.Sprintf("h%d %s token %d", in.id, in.owner, output)
+	},
+	DescribeState: func(state any) string {
+		s := state.(lockState)
+		if s.levels == "" {
+			return fmt.Sprintf("free (last: %s token %d)", s.owner, s.token)
+		}
+		return fmt.Sprintf("%s token %d levels h%s", s.owner, s.token, strings.ReplaceAll(s.levels, ",", " h"))
+	},
+}
+
+func addLevel(levels string, id int) string {
+	ids := parseLevels(levels)
+	ids = append(ids, id)
+	slices.Sort(ids)
+	return joinLevels(ids)
+}
+
+func removeLevel(levels string, id int) (string, bool) {
+	ids := parseLevels(levels)
+	i := slices.Index(ids, id)
+	if i < 0 {
+		return levels, false
+	}
+	return joinLevels(slices.Delete(ids, i, i+1)), true
+}
+
+func parseLevels(levels string) []int {
+	if levels == "" {
+		return nil
+	}
+	var ids []int
+	for _, f := range strings.Split(levels, ",") {
+		n, _ := strconv.Atoi(f)
+		ids = append(ids, n)
+	}
+	return ids
+}
+
+func joinLevels(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(id)
+	}
+	return strings.Join(s, ",")
+}
+
+// checkLinearizable checks each key's history on its own. Failed Obtains change nothing
+// and are left out (the leak check covers them), and so are Locks whose validity ended
+// before Obtain returned them: their holder never relied on them, and the server may have
+// run their acquisition after that end (the deadline counts from the attempt's send time).
+func (h *history) checkLinearizable(seed uint64) linearizability {
+	var lin linearizability
+	for _, key := range h.keys() {
+		var ops []porcupine.Operation
+		for _, o := range h.ops {
+			if o.key != key || o.err != nil || o.closeAt() <= o.ret {
+				continue
+			}
+			in := lockInput{id: o.id, owner: o.owner, reentrant: o.reentrant}
+			ops = append(ops,
+				porcupine.Operation{ClientId: o.worker, Input: in, Output: o.token,
+					Call: int64(o.invoke), Return: int64(o.ret), Metadata: o.String()},
+				porcupine.Operation{ClientId: o.worker, Input: lockInput{close: true, id: o.id},
+					Call: int64(o.closeAt()), Return: int64(o.closeAt()) + 1,
+					Metadata: fmt.Sprintf("%s's validity ends at %v", o.trace(), ms(o.closeAt()))})
+		}
+		start := time.Now()
+		res, info := porcupine.CheckOperationsVerbose(lockModel, ops, historyCheckTimeout)
+		lin.took += time.Since(start)
+		lin.ops += len(ops)
+		switch res {
+		case porcupine.Unknown:
+			lin.unknown = append(lin.unknown, key)
+		case porcupine.Illegal:
+			lin.violations = append(lin.violations, h.linearizabilityReport(seed, key, ops, info))
+		}
+	}
+	return lin
+}
+
+// linearizability is what checkLinearizable found, and what the search cost.
+type linearizability struct {
+	violations []string
+	unknown    []string // keys without a verdict in historyCheckTimeout
+	ops        int
+	took       time.Duration
+}
+
+func (h *history) linearizabilityReport(seed uint64, key string, ops []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	var faults []porcupine.Annotation
+	for _, f := range h.faults {
+		faults = append(faults, porcupine.Annotation{Tag: "server", Start: int64(f.start), End: int64(f.end), Description: f.String()})
+	}
+	info.AddAnnotations(faults)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: no linearization (seed %d); ", key, seed)
+	if f, err := os.CreateTemp("", "locklib-history-*.html"); err != nil {
+		fmt.Fprintf(&b, "no visualization: %v", err)
+	} else {
+		f.Close()
+		if err := porcupine.VisualizePath(lockModel, info, f.Name()); err != nil {
+			fmt.Fprintf(&b, "no visualization: %v", err)
+		} else {
+			fmt.Fprintf(&b, "visualization: %s", f.Name())
+		}
+	}
+	b.WriteString(stuckAt(info, ops))
+	for _, w := range h.witnesses(key) {
+		b.WriteString("\n\t" + w)
+	}
+	return b.String()
+}
+
+// stuckAt shows where the longest linearization porcupine found ends: its last steps and
+// the operations it could not place, those that had to come first listed first.
+func stuckAt(info porcupine.LinearizationInfo, ops []porcupine.Operation) string {
+	var longest []porcupine.Operation
+	for _, partition := range info.PartialLinearizationsOperations() {
+		for _, lin := range partition {
+			if len(lin) > len(longest) {
+				longest = lin
+			}
+		}
+	}
+	var b strings.Builder
+	placed := map[lockInput]bool{}
+	state := lockModel.Init()
+	for i, op := range longest {
+		placed[op.Input.(lockInput)] = true
+		_, state = lockModel.Step(state, op.Input, op.Output)
+		if i >= len(longest)-3 {
+			fmt.Fprintf(&b, "\n\tlinearized: %v\n\t\t=> %s", op.Metadata, lockModel.DescribeState(state))
+		}
+	}
+	var rest []porcupine.Operation
+	for _, op := range ops {
+		if !placed[op.Input.(lockInput)] {
+			rest = append(rest, op)
+		}
+	}
+	slices.SortFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
+	for _, op := range rest[:min(len(rest), 3)] {
+		fmt.Fprintf(&b, "\n\tnot placed: %v", op.Metadata)
+	}
+	return b.String()
+}
+
+// witnesses are plain reasons the history of key has no linearization, for the report:
+// two owners whose validity overlaps, and a fresh token not above one handed out before
+// its Obtain began. Porcupine may find subtler ones (see the visualization).
+func (h *history) witnesses(key string) []string {
+	var held []*historyOp
+	for _, o := range h.ops {
+		if o.key == key && o.err == nil && o.ret < o.closeAt() {
+			held = append(held, o)
+		}
+	}
+	var out []string
+	slices.SortFunc(held, func(a, b *historyOp) int { return cmp.Compare(a.ret, b.ret) })
+	var open *historyOp // the Lock whose validity reaches furthest so far
+	for _, o := range held {
+		if open != nil && o.ret < open.closeAt() && o.owner != open.owner && len(out) < 3 {
+			out = append(out, fmt.Sprintf("two holders from %v to %v:\n\t\t%v\n\t\t%v",
+				ms(o.ret), ms(min(o.closeAt(), open.closeAt())), open, o))
+		}
+		if open == nil || o.closeAt() > open.closeAt() {
+			open = o
+		}
+	}
+	byInvoke := slices.Clone(held)
+	slices.SortFunc(byInvoke, func(a, b *historyOp) int { return cmp.Compare(a.invoke, b.invoke) })
+	var top *historyOp // highest token among Lock returned so far
+	i, n := 0, 0
+	for _, o := range byInvoke {
+		for ; i < len(held) && held[i].ret < o.invoke; i++ {
+			if top == nil || held[i].token > top.token {
+				top = held[i]
+			}
+		}
+		if top != nil && top.owner != o.owner && o.token <= top.token && n < 3 {
+			n++
+			out = append(out, fmt.Sprintf("token %d after token %d:\n\t\t%v\n\t\t%v", o.token, top.token, top, o))
+		}
+	}
+	return out
+}
+
+func (h *history) keys() []string {
+	var keys []string
+	for k := range h.samples {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// ---- Validity against the key's real content ----
+
+// checkValidity: while a Lock's validity is open, every sample taken wholly inside it must
+// find its owner's value in the key.
+func (h *history) checkValidity(x historyIndex) []string {
+	var out []string
+	for _, o := range h.ops {
+		if o.err != nil || o.closeAt() <= o.ret {
+			continue
+		}
+		from, to := o.ret, o.closeAt()
+		ss := h.samples[o.key]
+		i, _ := slices.BinarySearchFunc(ss, from, func(s sample, t time.Duration) int { return cmp.Compare(s.call, t) })
+		var bad []sample
+		for ; i < len(ss) && ss[i].call <= to; i++ {
+			s := ss[i]
+			if s.ret > to {
+				continue
+			}
+			if w := x.writer(s.value); w == nil || w.owner != o.owner {
+				bad = append(bad, s)
+			}
+		}
+		if len(bad) == 0 {
+			continue
+		}
+		s := bad[0]
+		found := "no value"
+		if s.value != "" {
+			found = fmt.Sprintf("%q (pttl %v) written by %v", s.value, s.pttl, x.writer(s.value))
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "at %v..%v (%d samples until %v) %s held %s, but the key had %s\n\tthe Lock: %v",
+			ms(s.call), ms(s.ret), len(bad), ms(bad[len(bad)-1].ret), o.owner, o.key, found, o)
+		for _, other := range x.byOwnerKey[o.owner+"\x00"+o.key] {
+			if other != o && other.invoke < to && other.end() > from-time.Second {
+				fmt.Fprintf(&b, "\n\tsame owner: %v", other)
+			}
+		}
+		b.WriteString("\n\tsamples:" + h.timeline(o.key, max(from, s.call-time.Second), s.ret))
+		b.WriteString(h.diagnose(x, o, s))
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// diagnose tells how the key came to differ from what Lock o believed: deleted or run
+// out, and which calls of the owner could have done it. It guides the reader; the
+// violation stands without it.
+func (h *history) diagnose(x historyIndex, o *historyOp, bad sample) string {
+	var last *sample
+	ss := h.samples[o.key]
+	for i := range ss {
+		if ss[i].ret >= bad.call {
+			break
+		}
+		if w := x.writer(ss[i].value); w != nil && w.owner == o.owner {
+			last = &ss[i]
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\tdiagnosis: last seen with the owner's value at %v..%v, pttl %v", ms(last.call), ms(last.ret), last.pttl)
+	levels := x.byOwnerKey[o.owner+"\x00"+o.key]
+	if bad.ret+historyExpiryMargin < last.call+last.pttl {
+		b.WriteString("; deleted before that ran out")
+		for _, p := range levels {
+			if p != o && p.err == nil && p.releaseAt >= last.call-time.Second && p.releaseAt <= bad.ret {
+				fmt.Fprintf(&b, "\n\t\tdeleted by another level? %s released at %v while %s was still held: a re-entrant release run twice goes two levels down",
+					p.trace(), ms(p.releaseAt), o.trace())
+			}
+		}
+		return b.String()
+	}
+	b.WriteString("; it ran out")
+	for _, p := range levels {
+		if p == o || p.err != nil || p.invoke > bad.call || p.end() < o.ret {
+			continue
+		}
+		if p.watchdog && p.invoke >= o.invoke {
+			fmt.Fprintf(&b, "\n\t\tshortened by another level? %s, a level of the same owner, renews the shared key to its ttl %v with its watchdog", p.trace(), ms(p.ttl))
+		}
+		for _, r := range p.refreshes {
+			if r.err == nil && r.start <= bad.call && r.start+r.ttl < o.closeAt() {
+				fmt.Fprintf(&b, "\n\t\tshortened by another level? %s, a level of the same owner, refreshed the shared key to %v at %v", p.trace(), ms(r.ttl), ms(r.start))
+			}
+		}
+	}
+	longer := slices.ContainsFunc(o.refreshes, func(r refreshCall) bool { return r.err == nil && r.ttl > o.ttl && r.start <= bad.call })
+	if o.watchdog && (longer || o.level > 1) {
+		fmt.Fprintf(&b, "\n\t\tdeadline from a late reply? %s's watchdog renews the key to %v, below the deadline a longer Refresh or the re-entry gave it: "+
+			"a renewal shortens the key before its reply moves the deadline", o.trace(), ms(o.ttl))
+	}
+	for _, r := range o.refreshes {
+		if o.watchdog && r.err == nil && r.start <= bad.call && r.end-r.start > o.ttl/3 {
+			fmt.Fprintf(&b, "\n\t\tdeadline from a late reply? %s's %v was answered after its watchdog's next renewal could run", o.trace(), r)
+		}
+	}
+	for i, r := range o.refreshes {
+		for _, q := range o.refreshes[i+1:] {
+			long, short := r, q
+			if long.ttl < short.ttl {
+				long, short = short, long
+			}
+			if long.err == nil && short.err == nil && long.start <= short.start && long.end > short.end && short.start < long.end {
+				fmt.Fprintf(&b, "\n\t\tdeadline from a late reply? %s's %v and %v ran at once and the longer one's reply came last", o.trace(), long, short)
+			}
+		}
+	}
+	return b.String()
+}
+
+// timeline shows the samples of key in [from, to] where the value changed, with their PTTL.
+func (h *history) timeline(key string, from, to time.Duration) string {
+	var b strings.Builder
+	prev := "\x00"
+	ss := h.samples[key]
+	for i, s := range ss {
+		if s.call < from || s.call > to {
+			continue
+		}
+		last := i+1 == len(ss) || ss[i+1].call > to
+		if s.value != prev || last {
+			fmt.Fprintf(&b, "\n\t\t%v..%v: %q pttl %v", ms(s.call), ms(s.ret), s.value, s.pttl)
+		}
+		prev = s.value
+	}
+	return b.String()
+}
+
+// ---- Leaks ----
+
+// checkLeaks: a value must be gone within historyLeakBound after its operation ended, and
+// a re-entrant value must not count more levels than its owner may still hold, unless a
+// server fault may have kept it (a stall long enough to stop the clean-up, or a restart).
+func (h *history) checkLeaks(x historyIndex) []string {
+	type leak struct {
+		first, last sample
+		n           int
+		text        string
+	}
+	leaks := map[string]*leak{}
+	var order []string
+	for _, key := range h.keys() {
+		for _, s := range h.samples[key] {
+			if s.value == "" {
+				continue
+			}
+			text := h.leakAt(x, key, s)
+			if text == "" {
+				continue
+			}
+			id := key + "\x00" + s.value
+			if v, err := ParseValue(s.value); err == nil {
+				id = key + "\x00" + v.Base()
+			}
+			if l := leaks[id]; l != nil {
+				l.last, l.n = s, l.n+1
+				continue
+			}
+			leaks[id] = &leak{first: s, last: s, n: 1, text: text}
+			order = append(order, id)
+		}
+	}
+	var out []string
+	for _, id := range order {
+		l := leaks[id]
+		key, _, _ := strings.Cut(id, "\x00")
+		out = append(out, fmt.Sprintf("%s (seen in %d samples from %v to %v)\n\tsamples:%s",
+			l.text, l.n, ms(l.first.call), ms(l.last.ret), h.timeline(key, l.first.call-historyLeakBound, l.last.ret+time.Second)))
+	}
+	return out
+}
+
+// leakAt says what is wrong with the value sample s found in key, or "".
+func (h *history) leakAt(x historyIndex, key string, s sample) string {
+	w := x.writer(s.value)
+	if w == nil {
+		return fmt.Sprintf("%s held %q at %v, which no operation wrote", key, s.value, ms(s.call))
+	}
+	v, _ := ParseValue(s.value)
+	if !w.reentrant {
+		if w.invoke <= s.ret && s.call <= w.end()+historyLeakBound {
+			return ""
+		}
+		if h.excused(w.end()-500*time.Millisecond, w.end()+historyLeakBound) {
+			return ""
+		}
+		return fmt.Sprintf("%s held %q at %v, %v after its operation ended\n\t%v",
+			key, s.value, ms(s.call), ms(s.call-w.end()), w)
+	}
+	// Levels of the owner the key may still count: Obtains begun by then whose Lock was
+	// released (or whose failure came) at most the bound before.
+	ops := x.byOwnerKey[w.owner+"\x00"+key]
+	var may []*historyOp
+	for _, o := range ops {
+		if o.invoke <= s.ret && s.call <= o.end()+historyLeakBound {
+			may = append(may, o)
+		}
+	}
+	if v.Count <= len(may) || h.excused(w.invoke-500*time.Millisecond, s.call) {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s held %q (count %d) at %v, but at most %d levels of %s could be held then; its levels around then:",
+		key, s.value, v.Count, ms(s.call), len(may), w.owner)
+	for _, o := range ops {
+		if o.end() >= s.call-historyLeakBound-5*time.Second && o.invoke <= s.ret {
+			fmt.Fprintf(&b, "\n\t%v", o)
+		}
+	}
+	return b.String()
+}
+
+// excused tells whether a server fault that may keep a value past its clean-up overlapped
+// [from, to].
+func (h *history) excused(from, to time.Duration) bool {
+	for _, f := range h.faults {
+		if f.excuses() && f.start <= to && f.end >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- Release's time bound ----
+
+func (h *history) checkReleaseBound() []string {
+	var out []string
+	for _, o := range h.ops {
+		if o.err != nil {
+			continue
+		}
+		bound := historyReleaseBound + 500*time.Millisecond // held replies, retries, scheduling
+		if o.watchdog {
+			bound += o.ttl / 3
+		}
+		if o.releaseDur > bound {
+			out = append(out, fmt.Sprintf("Release at %v took %v (bound %v); faults then: %v\n\t%v",
+				ms(o.releaseAt), ms(o.releaseDur), bound, h.faultsIn(o.releaseAt, o.releaseAt+o.releaseDur), o))
+		}
+	}
+	return out
+}
+
+func (h *history) faultsIn(from, to time.Duration) []serverFault {
+	var out []serverFault
+	for _, f := range h.faults {
+		if f.start <= to && f.end >= from {
+			out = append(out, f)
+		}
+	}
+	return out
+}
