@@ -2,13 +2,15 @@ module github.com/lockscope/lockscope/bench
 
 go 1.26.7
 
-require github.com/lockscope/lockscope v0.0.0
+require (
+	github.com/bsm/redislock v0.9.4
+	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/lockscope/lockscope v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
+)
 
 require (
-	github.com/bsm/redislock v0.9.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-redsync/redsync/v4 v4.18.1 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
