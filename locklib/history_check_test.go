@@ -124,6 +124,7 @@ func (h *history) check(t *testing.T, seed uint64, stats redistest.FaultStats) {
 		{"validity against the key's content", h.checkValidity(x)},
 		{"leaks", h.checkLeaks(x)},
 		{"Release time bound", h.checkReleaseBound()},
+		{"results", h.checkResults()},
 	}
 	found := 0
 	var all strings.Builder
@@ -672,6 +673,31 @@ func (h *history) excused(from, to time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// ---- Results that contradict the Lock's validity ----
+
+// checkResults: while a Lock's deadline is open the key is its own, so a Release that
+// returned before the deadline cannot have found it gone (ErrNotHeld), and a renewal
+// refused before the deadline (Lost() with ErrNotHeld) means the key was lost while the
+// Lock still relied on it.
+func (h *history) checkResults() []string {
+	var out []string
+	for _, o := range h.ops {
+		if o.err != nil || o.worker < 0 {
+			continue
+		}
+		open := o.deadline - historyExpiryMargin
+		if errors.Is(o.releaseErr, ErrNotHeld) && !o.lost && o.releaseAt+o.releaseDur < open {
+			out = append(out, fmt.Sprintf("Release at %v returned ErrNotHeld at %v, before the Lock's deadline %v\n\t%v",
+				ms(o.releaseAt), ms(o.releaseAt+o.releaseDur), ms(o.deadline), o))
+		}
+		if o.lost && errors.Is(o.lostErr, ErrNotHeld) && o.lostAt < open {
+			out = append(out, fmt.Sprintf("a renewal was refused (Lost() at %v: %v) before the Lock's deadline %v\n\t%v",
+				ms(o.lostAt), o.lostErr, ms(o.deadline), o))
+		}
+	}
+	return out
 }
 
 // ---- Release's time bound ----

@@ -52,11 +52,17 @@ func TestHistory(t *testing.T) {
 	var workers []*historyWorker
 	for ci := range clients {
 		opts := []func(*redis.Options){faults.Options}
-		if ci == 0 {
+		switch ci {
+		case 0:
 			// A common setting: the socket wait ends with the context, so a call is often cut
-			// short after the server ran it. The other Clients keep go-redis's defaults.
+			// short after the server ran it.
 			opts = append(opts, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+		case 1:
+			// No retries: a lost reply or request is a backend error, so attempts fail with
+			// their outcome unknown, and their Obtain cleans up after them.
+			opts = append(opts, func(o *redis.Options) { o.MaxRetries = -1 })
 		}
+		// The last Client keeps go-redis's defaults, like most users.
 		c := New(srv.Client(opts...), WithNode("n"+strconv.Itoa(ci)))
 		lockClients = append(lockClients, c)
 		for range workersPerClient {
@@ -190,6 +196,7 @@ type historyOp struct {
 	mu        sync.Mutex // guards what other goroutines write: lostAt and refreshes
 	lost      bool
 	lostAt    time.Duration // when Lost() was seen closed
+	lostErr   error         // Err() just before Release
 	refreshes []refreshCall
 }
 
@@ -543,9 +550,10 @@ func (w *historyWorker) release(hl heldLock) {
 		cancel()
 		ctx = c
 	}
+	lost := hl.l.Err()
 	err := hl.l.Release(ctx)
 	op := hl.op
-	op.deadline, op.releaseAt, op.releaseDur, op.releaseErr = deadline, at, w.h.now()-at, err
+	op.deadline, op.releaseAt, op.releaseDur, op.releaseErr, op.lostErr = deadline, at, w.h.now()-at, err, lost
 }
 
 func randDur(rng *rand.Rand, lo, hi time.Duration) time.Duration {
