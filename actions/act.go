@@ -80,6 +80,16 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	return res, err
 }
 
+// isReentrantLockscope reports whether expect is a re-entrant locklib value (it has a count).
+func isReentrantLockscope(expect any) bool {
+	s, ok := expect.(string)
+	if !ok {
+		return false
+	}
+	v, err := locklib.ParseValue(s)
+	return err == nil && v.Count > 0
+}
+
 // scriptArgs builds ARGV as holder.lua documents it.
 func scriptArgs(expect string, ttl time.Duration) []any {
 	args := []any{expect, strconv.FormatInt(ttl.Milliseconds(), 10)}
@@ -102,7 +112,12 @@ func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string,
 	if len(keys) > 1 && isKeyPermissionError(err) {
 		// The user may not touch the companion keys (an ACL key pattern like ~lock:*), and
 		// Redis refused the whole script for them before running it: act on the key alone
-		// (a release without the wake-up, a re-entrant lock's levels left to expire).
+		// (a release without the wake-up), unless that would break the lock.
+		if script == extendScript && isReentrantLockscope(args[0]) {
+			out.Outcome, out.Err = Failed, fmt.Errorf("actions: %s is a re-entrant lockscope lock, whose levels (%s) must live as long as it: "+
+				"this user may not write them (ACL), so it is not extended", keys[0], keys[1])
+			return out
+		}
 		reply, err = script.Run(ctx, c, keys[:1], args...).Slice()
 	}
 	if err != nil {

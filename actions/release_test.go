@@ -269,7 +269,7 @@ func TestScriptPermissionErrorNamesTheCommand(t *testing.T) {
 // A re-entrant locklib lock keeps its levels (locklib.LevelsKey) as long as the key: an
 // operator's extend moves both, and the holder's levels still release after the old TTL.
 func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
-	target, c, _ := standalone(t)
+	target, c, srv := standalone(t)
 	ctx := locklib.ContextWithOwner(testCtx(t), "job")
 	lc := locklib.New(c)
 	defer lc.Close()
@@ -280,6 +280,20 @@ func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 	inner, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A user who may not write the levels key (an ACL on lock:* only) is refused: extending
+	// the key alone would leave the levels to expire under it.
+	if err := c.Do(ctx, "ACL", "SETUSER", "locksonly", "on", ">pw", "~lock:*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	limited := srv.Client(func(o *redis.Options) { o.Username, o.Password = "locksonly", "pw" })
+	la := New(scanner.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	if res, _ := la.Extend(ctx, "lock:levels", inner.Value(), time.Minute, "stuck job"); res.Outcome != Failed ||
+		res.Instances[0].Err == nil || !strings.Contains(res.Instances[0].Err.Error(), "re-entrant") {
+		t.Fatalf("extend without access to the levels: %+v, want failed, saying why", res)
+	}
+	if ttl := c.PTTL(ctx, "lock:levels").Val(); ttl > time.Second {
+		t.Fatalf("the refused extend changed the TTL to %v", ttl)
 	}
 	a := New(target, Options{})
 	if res, err := a.Extend(ctx, "lock:levels", inner.Value(), time.Minute, "stuck job"); err != nil || res.Outcome != Extended {

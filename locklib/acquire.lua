@@ -37,10 +37,16 @@ if cur and rand ~= '' then
   -- Without its levels set (evicted) nobody knows which levels are held: not re-entered.
   if r == rand and redis.call('SCARD', levels) > 0 then
     local token = currentToken(fence, fenceTTL, last)
+    if entry ~= '' then
+      -- It queued while another owner held the key; its own owner took it meanwhile.
+      dequeue(queue, presence, entry)
+      waiters = redis.call('ZCARD', queue)
+    end
     if redis.call('SADD', levels, op) == 1 then
       -- A new level: count + 1, same token, and the TTL never shortened.
-      cur = base .. ':' .. redis.call('SCARD', levels)
-      redis.call('SET', key, cur, 'KEEPTTL')
+      local n = redis.call('SCARD', levels)
+      showCount(key, base, n)
+      cur = base .. ':' .. n
       extendTo(key, levels, ttl)
       event(acquiredEvent, ',"value":' .. cjson.encode(cur) .. ',"token":' .. token .. ',"waiters":' .. waiters)
     end -- else an earlier copy of this request entered already

@@ -9,21 +9,18 @@
 --       re-entrant '1'/'0'
 local key, queue, presence, levels, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, entry, value = ARGV[1], ARGV[2], ARGV[3]
-checkTypes(key, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'list')
-finish(done, op)
-if entry ~= '' then
-  dequeue(queue, presence, entry)
-end
+checkTypes(key, 'string', queue, 'zset', presence, 'zset', levels, 'set', done, 'zset')
 local cur = redis.call('GET', key)
 if ARGV[4] == '1' then
   local base, rand = nil, nil
   if cur then
     base, rand = reentrantParts(cur)
   end
-  if rand == value and redis.call('SREM', levels, op) == 1 then
-    local n = redis.call('SCARD', levels)
+  if rand == value and redis.call('SISMEMBER', levels, op) == 1 then
+    local n = redis.call('SCARD', levels) - 1
     if n > 0 then
-      redis.call('SET', key, base .. ':' .. n, 'KEEPTTL')
+      redis.call('SREM', levels, op)
+      showCount(key, base, n)
     else
       redis.call('DEL', key, levels)
       cur = false
@@ -33,6 +30,10 @@ elseif cur and sameHolder(cur, value) then
   redis.call('DEL', key)
   cur = false
 end
+if entry ~= '' then
+  dequeue(queue, presence, entry)
+end
+finish(done, op .. '!')
 if not cur then
   local head = liveHead(queue, presence)
   if head then

@@ -5,18 +5,19 @@
 -- broke before the reply came, and the server may have run the first copy. Each request
 -- carries its Obtain's operation id, and a script recognizes its own earlier effect (our
 -- value already in the key, our level already in the levels set, our release already in the
--- ended list) instead of applying it again (docs/locklib.md, "Requests that run twice").
+-- ended set) instead of applying it again (docs/locklib.md, "Requests that run twice").
 -- Every script also reads each key it may write before its first write (or checks its type,
 -- checkTypes): a key of the wrong type fails the script before it changed anything, so a
--- script that fails leaves nothing half done. Redis refuses writes for being out of memory
--- for the whole script or not at all.
+-- script that fails leaves nothing half done. A server out of memory (noeviction) refuses
+-- the writes that may grow memory (SET, SADD, ZADD, LPUSH...) but not DEL, SREM or ZREM: a
+-- script makes its one growing write before its other changes, or makes it best effort
+-- (finish, showCount), so that under memory pressure a release still releases.
 
 local EVENTS = 'lockscope:events' -- locklib.EventsChannel
 local WAKE = 'lockscope:wake:'    -- + client id: where a client's waiters are woken
--- The ended list (locklib.EndedKey) remembers the last ENDED_MAX operations that ended on a
--- key, for ENDED_MS after the last of them: a late copy of a request of one of them changes
--- nothing.
-local ENDED_MAX = 64
+-- The ended set (locklib.EndedKey) remembers the operations that ended on a key for
+-- ENDED_MS (score: the server's unix ms until which it remembers one): a late copy of a
+-- request of one of them changes nothing.
 local ENDED_MS = 10000
 
 -- checkTypes fails the script, before it wrote anything, when a key of pairs (key, expected
@@ -37,17 +38,31 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
 end
 
--- ended reports whether operation op ended (released, or given up) lately.
-local function ended(done, op)
-  return redis.call('LPOS', done, op) ~= false
+-- The ended set holds op when op's release succeeded, op .. '!' when op ended otherwise
+-- (its Obtain gave up, or its release found the lock gone). Entries whose time is up are
+-- dropped by the next finish; until then they still count, which is harmless: operation
+-- ids are never reused.
+
+-- released reports whether operation op's release succeeded lately.
+local function released(done, op)
+  return redis.call('ZSCORE', done, op) ~= false
 end
 
--- finish records that operation op ended.
-local function finish(done, op)
-  if redis.call('LPUSH', done, op) > ENDED_MAX then
-    redis.call('LTRIM', done, 0, ENDED_MAX - 1)
-  end
-  redis.call('PEXPIRE', done, ENDED_MS)
+-- ended reports whether operation op ended lately, however.
+local function ended(done, op)
+  return released(done, op) or redis.call('ZSCORE', done, op .. '!') ~= false
+end
+
+-- finish records that an operation ended (entry: op or op .. '!'). Best effort: the caller's
+-- own change is made first, and a server out of memory refuses this write (it grows a set)
+-- without undoing that change.
+local function finish(done, entry)
+  pcall(function()
+    local now = nowMs()
+    redis.call('ZREMRANGEBYSCORE', done, '-inf', now)
+    redis.call('ZADD', done, now + ENDED_MS, entry)
+    redis.call('PEXPIRE', done, ENDED_MS)
+  end)
 end
 
 -- extendTo makes key (and its levels set, when given) live at least ttl ms more; it never
@@ -69,6 +84,13 @@ end
 local function reentrantParts(cur)
   local base, rand = string.match(cur, '^(.*:(%x+)):%d+$')
   return base, rand
+end
+
+-- showCount writes a re-entrant lock's count of levels into its value, for readers (the
+-- inspector). The scripts go by the levels set, so this is best effort: a server out of
+-- memory refuses it (SET may grow memory), and the count shown lags until the next change.
+local function showCount(key, base, n)
+  pcall(redis.call, 'SET', key, base .. ':' .. n, 'KEEPTTL')
 end
 
 -- holds reports whether one Lock holds the key whose stored value is cur: a plain Lock when

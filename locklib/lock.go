@@ -33,7 +33,7 @@ type Lock struct {
 func (c *Client) newLock(req acquireRequest, res acquireResult, lc lockConfig) *Lock {
 	l := &Lock{
 		c:          c,
-		h:          req.hold(res.value),
+		h:          req.hold(res),
 		value:      res.value,
 		trace:      req.value.Trace,
 		ttl:        req.ttl,

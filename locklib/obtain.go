@@ -61,6 +61,19 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 			}
 			return nil, c.giveUp(req, attempt, began, backendError("acquire", key, err))
 		}
+		if res.acquired && !time.Now().Before(res.validUntil) {
+			// The answer came after the lock's validity had passed: it may be someone
+			// else's already. Let it go, and go on as a new operation (the old one has
+			// ended: a late copy of its requests must take nothing).
+			c.abandon(req)
+			req.op = c.nextOpID()
+			if !wait {
+				err := fmt.Errorf("%w: %q was taken, but the answer came after its ttl had run out", ErrNotObtained, key)
+				c.observe(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Latency: latency, Err: err})
+				return nil, err
+			}
+			res = acquireResult{position: -1} // wait, and try again
+		}
 		if res.acquired {
 			l := c.newLock(req, res, lc)
 			c.observe(Observation{Type: EventAcquired, Key: key, Token: l.Token(), Waiters: res.waiters,
@@ -98,18 +111,24 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	}
 }
 
-// giveUp ends a failed Obtain. An attempt whose answer did not come (context ended, backend
-// error) may still have taken the lock or queued the waiter, and a release of this client
-// may hand it the lock: the store cleans up after it, with a context the caller's
-// cancellation cannot cut short (abandon). It reports the failure to the observer.
+// giveUp ends a failed Obtain and reports it to the observer. An attempt whose answer did
+// not come (context ended, backend error) may still have taken the lock or queued the
+// waiter, and a release of this client may hand it the lock: the store cleans up after it.
 func (c *Client) giveUp(req acquireRequest, attempts int, began time.Time, err error) error {
-	if a, ok := c.store.(abandoner); ok && attempts > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		_ = a.abandon(ctx, req) // best effort: what it could not clean up runs out at its TTL
-		cancel()
+	if attempts > 0 {
+		c.abandon(req)
 	}
 	c.observe(Observation{Type: EventNotObtained, Key: req.key, Attempts: attempts, Wait: time.Since(began), Err: err})
 	return err
+}
+
+// abandon has the store clean up after an operation that took nothing it keeps, in the
+// background (bounded like a release, on a context the caller cannot cancel), so that the
+// Obtain returns at its context's end even when the server does not answer.
+func (c *Client) abandon(req acquireRequest) {
+	if a, ok := c.store.(abandoner); ok {
+		a.abandonLater(req)
+	}
 }
 
 func notObtained(key string, res acquireResult) error {

@@ -40,7 +40,7 @@ type redlockAttempt struct {
 	key       string
 	value     string // the value to store: for a re-entrant lock it ends in ':1'
 	rand      string // a re-entrant owner's Value.Rand ('' for a plain lock)
-	op        string // the Obtain's operation id: a re-entrant lock's level on every instance
+	op        string // the level it records for a re-entrant lock: the Obtain's op and the attempt
 	reentrant bool
 	replies   chan acquireReply // buffered for every instance: deliver never blocks
 
@@ -69,22 +69,25 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 	if err := ctx.Err(); err != nil {
 		return acquireResult{}, err
 	}
+	// Every attempt is told from the others: a failed attempt's late answer undoes what it
+	// set, which must never be what a later attempt of the same Obtain holds. A plain
+	// attempt gets its own random part (owner-checked compare-and-delete compares values); a
+	// re-entrant owner keeps its Rand, and each attempt records its own level.
 	v := req.value
 	v.Count = 0
+	attempt := newValue(v.Node, v.Trace, v.AcquiredAt).Rand
+	level := req.op
 	if req.reentrant {
 		v.Count = 1
+		level = req.op + "." + attempt
 	} else {
-		// Every attempt of a plain lock gets its own random part: Obtain reuses its value
-		// across attempts, and a failed attempt's late answer deletes its key, which must
-		// never be a later attempt's (owner-checked compare-and-delete compares values).
-		// A re-entrant owner keeps its Rand: there each late undo takes exactly its own level.
-		v.Rand = newValue(v.Node, v.Trace, v.AcquiredAt).Rand
+		v.Rand = attempt
 	}
 	a := &redlockAttempt{
 		store:       s,
 		key:         req.key,
 		value:       v.String(),
-		op:          req.op,
+		op:          level,
 		reentrant:   req.reentrant,
 		replies:     make(chan acquireReply, len(s.clients)),
 		outstanding: len(s.clients),
@@ -270,7 +273,7 @@ func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 
 // obtained builds the result of an attempt that took a quorum.
 func (a *redlockAttempt) obtained(got []acquireReply, validUntil time.Time) acquireResult {
-	res := acquireResult{acquired: true, value: a.value, validUntil: validUntil}
+	res := acquireResult{acquired: true, value: a.value, level: a.op, validUntil: validUntil}
 	if !a.reentrant {
 		return res
 	}

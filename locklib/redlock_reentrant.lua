@@ -9,7 +9,7 @@
 -- Returns {1, stored value} when taken, {0, holder PTTL ms (-1 = no expiry)} otherwise.
 local key, levels, done = KEYS[1], KEYS[2], KEYS[3]
 local value, ttl, rand, op = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-checkTypes(key, 'string', levels, 'set', done, 'list')
+checkTypes(key, 'string', levels, 'set', done, 'zset')
 if ended(done, op) then
   return {0, redis.call('PTTL', key)}
 end
@@ -24,8 +24,9 @@ end
 local base, r = reentrantParts(cur)
 if r == rand and redis.call('EXISTS', levels) == 1 then
   if redis.call('SADD', levels, op) == 1 then
-    cur = base .. ':' .. redis.call('SCARD', levels)
-    redis.call('SET', key, cur, 'KEEPTTL')
+    local n = redis.call('SCARD', levels)
+    showCount(key, base, n)
+    cur = base .. ':' .. n
     extendTo(key, levels, ttl)
   end
   return {1, cur}

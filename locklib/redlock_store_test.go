@@ -140,13 +140,13 @@ func TestRedlockStoreReentrant(t *testing.T) {
 		if got, _ := ParseValue(res.value); got.Count != want || got.Base() != v.Base() {
 			t.Fatalf("entry %d stored %q", want, res.value)
 		}
-		levels = append(levels, req.hold(res.value))
+		levels = append(levels, req.hold(res))
 	}
 	stranger := acquireRequest{key: "lock:r", value: redlockTestValue(), ttl: 2 * time.Second, reentrant: true, op: "test:stranger"}
 	if res, err := s.acquire(ctx, stranger); err != nil || res.acquired || res.holderTTL <= 0 {
 		t.Fatalf("another owner = %+v, %v; want refused with the holder's TTL", res, err)
 	}
-	if err := s.release(ctx, stranger.hold(stranger.value.String())); !errors.Is(err, ErrNotHeld) {
+	if err := s.release(ctx, stranger.hold(acquireResult{value: stranger.value.String(), level: stranger.op})); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("another owner's release: %v, want ErrNotHeld", err)
 	}
 	for i, h := range levels {

@@ -32,8 +32,8 @@ local function handedOver(v, ttl, token, waiters)
 end
 
 -- Reads before any write (lib.lua): ended, lock, queue (and, when there are waiters,
--- presence and fence, which a hand-off writes); levels are read (holds) before SREM.
-if ended(done, op) then
+-- presence and fence, which a hand-off writes); levels are read (holds) before a change.
+if released(done, op) then
   return {2, redis.call('SCARD', levels), redis.call('ZCARD', queue), '', '0', ''}
 end
 local cur = redis.call('GET', key)
@@ -45,24 +45,25 @@ if waiters > 0 then
 end
 if reentrant then
   if not holds(cur, value, levels, op) then
+    finish(done, op .. '!')
     return {-1, 0, 0, '', '0', ''}
   end
-  redis.call('SREM', levels, op)
-  finish(done, op)
-  local n = redis.call('SCARD', levels)
+  local n = redis.call('SCARD', levels) - 1
   if n > 0 then
-    redis.call('SET', key, reentrantParts(cur) .. ':' .. n, 'KEEPTTL')
+    redis.call('SREM', levels, op)
+    showCount(key, reentrantParts(cur), n)
+    finish(done, op)
     event(releasedEvent, ',"waiters":' .. waiters)
     return {0, n, waiters, '', '0', ''}
   end
   redis.call('DEL', levels)
 elseif cur ~= value then
+  finish(done, op .. '!')
   return {-1, 0, 0, '', '0', ''}
-else
-  finish(done, op)
 end
-
 redis.call('DEL', key)
+finish(done, op)
+
 local handedTo, token, written = '', '0', ''
 if waiters > 0 then
   local now, time = nowMs()
@@ -70,12 +71,15 @@ if waiters > 0 then
   local head = liveHead(queue, presence)
   if head then
     local _, client, ttl, nextValue = entryParts(head)
-    if client == self and plain(nextValue) then
+    -- The hand-off grows memory: a server out of memory refuses it, and the waiter is
+    -- woken instead (the release itself is done).
+    if client == self and plain(nextValue) and pcall(function()
       -- the counter's lifetime as acquire.lua sets it: max(10 * ttl, 24h)
       token = nextToken(fence, math.max(10 * tonumber(ttl), 86400000), last, time)
       nextValue = stamp(nextValue, now)
-      written = nextValue
       redis.call('SET', key, nextValue, 'PX', ttl)
+    end) then
+      written = nextValue
       dequeue(queue, presence, head)
       waiters = waiters - 1
       handedTo = head

@@ -458,7 +458,7 @@ func tryAndRelease(l *Lock, err error) error {
 }
 
 // snapshot is the content of key and its companions (DUMP: the value without the TTL), but
-// for the ended list, where a failed Obtain's clean-up records it.
+// for the ended set, where a failed Obtain's clean-up records it.
 func snapshot(t *testing.T, rdb *redis.Client, key string) string {
 	t.Helper()
 	var sb strings.Builder
@@ -470,4 +470,263 @@ func snapshot(t *testing.T, rdb *redis.Client, key string) string {
 		fmt.Fprintf(&sb, "%s=%q\n", k, d)
 	}
 	return sb.String()
+}
+
+// The tests below come from an adversarial review of the fix: each failed on its first
+// version.
+
+// fillMemory writes big keys until the server refuses a write for being out of memory, and
+// keeps it there.
+func fillMemory(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	big := strings.Repeat("x", 64<<10)
+	for i := 0; ; i++ {
+		err := rdb.Set(ctx, fmt.Sprintf("filler:%d", i), big, 0).Err()
+		if err != nil {
+			if !strings.Contains(err.Error(), "OOM") {
+				t.Fatal(err)
+			}
+			if err := rdb.ConfigSet(ctx, "maxmemory", "1mb").Err(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if i > 10000 {
+			t.Fatal("never out of memory")
+		}
+	}
+}
+
+// A server out of memory (noeviction) refuses a script's writes that grow memory, but not
+// DEL or SREM: a release still releases (plain and re-entrant), and the clean-up of a failed
+// Obtain still cleans up. Recording the operation as ended is then skipped, not fatal.
+func TestReleaseUnderMemoryPressure(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--maxmemory", "3mb", "--maxmemory-policy", "noeviction"))
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 20*time.Second)
+	owner := ContextWithOwner(ctx, "job")
+	plain := mustObtain(t, c, ctx, "lock:oom", 30*time.Second)
+	outer := mustObtain(t, c, owner, "lock:oom-re", 30*time.Second, Reentrant())
+	inner := mustObtain(t, c, owner, "lock:oom-re", 30*time.Second, Reentrant())
+	fillMemory(t, rdb)
+	if err := plain.Release(ctx); err != nil {
+		t.Errorf("plain Release under OOM: %v (PTTL now %v)", err, rdb.PTTL(ctx, "lock:oom").Val())
+	}
+	for _, l := range []*Lock{inner, outer} { // the count shown in the value lags: best effort
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("re-entrant Release under OOM: %v", err)
+		}
+	}
+	for _, key := range []string{"lock:oom", "lock:oom-re"} {
+		mustBeFreeWithin(t, rdb, key, 0)
+	}
+}
+
+func TestCleanUpUnderMemoryPressure(t *testing.T) {
+	fx := newFaulty(t)
+	admin := fx.srv.Client()
+	ctx := context.Background()
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const key = "lock:oom-leave"
+	release := make(chan struct{})
+	defer close(release)
+	held := fx.faults.HoldReply(isScriptWith(scriptAcquire, "oom-leave"), release)
+	obtainCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer cancel() // the Obtain gives up once memory is full
+		<-held         // the acquire ran: the key is ours
+		if err := admin.ConfigSet(ctx, "maxmemory", "1mb").Err(); err != nil {
+			t.Error(err)
+		}
+		fillMemory(t, admin)
+	}()
+	if _, err := fx.c.Obtain(obtainCtx, key, 30*time.Second, WithTrace("oom-leave")); err == nil {
+		t.Fatal("obtained")
+	}
+	mustBeFreeWithin(t, admin, key, time.Second)
+}
+
+// A re-entrant Obtain that queued behind another owner and then entered because its own owner
+// took the key meanwhile leaves its queue entry: the key is free to others once released.
+func TestReentryThroughTheQueueLeavesNoEntry(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv, WithBackoff(5*time.Millisecond, 2*time.Second))
+	other, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 30*time.Second)
+	owner := ContextWithOwner(ctx, "job")
+	const key = "lock:reentry-queue"
+	blocker := mustObtain(t, other, ctx, key, 10*time.Second)
+	type result struct {
+		l   *Lock
+		err error
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() { l, err := c.Obtain(owner, key, 10*time.Second, Reentrant()); first <- result{l, err} }()
+	redistest.Eventually(t, "first queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 1 })
+	go func() { l, err := c.Obtain(owner, key, 10*time.Second, Reentrant()); second <- result{l, err} }()
+	redistest.Eventually(t, "second queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 2 })
+	if err := blocker.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, b := <-first, <-second
+	if a.err != nil || b.err != nil {
+		t.Fatal(a.err, b.err)
+	}
+	for _, l := range []*Lock{b.l, a.l} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := other.TryObtain(ctx, key, time.Second)
+	if err != nil {
+		t.Fatalf("the key is free and nobody waits, but TryObtain: %v (queue %q)", err, rdb.ZRange(ctx, WaitQueueKey(key), 0, -1).Val())
+	}
+	_ = l.Release(ctx)
+}
+
+// An acquire whose answer comes after the lock's TTL ran out must not return a Lock: by then
+// the key may be someone else's. The Obtain lets it go and goes on waiting.
+func TestObtainNeverReturnsAnExpiredLock(t *testing.T) {
+	fx := newFaulty(t)
+	other, _ := newTestClient(t, fx.srv)
+	ctx := testCtx(t, 10*time.Second)
+	const key = "lock:late-reply"
+	release := make(chan struct{})
+	fx.faults.HoldReply(isScriptWith(scriptAcquire, "late-reply"), release)
+	taken := make(chan *Lock, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond) // the key (ttl 100 ms) ran out
+		l, err := other.Obtain(ctx, key, time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		taken <- l
+		close(release)
+	}()
+	l, err := fx.c.Obtain(ctx, key, 100*time.Millisecond, WithTrace("late-reply"))
+	byOther := <-taken
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !byOther.acquiredAt.Before(l.acquiredAt) || l.Err() != nil || !time.Now().Before(lockDeadline(l)) {
+		t.Fatalf("Obtain returned a Lock whose deadline %v had passed (Err %v)", lockDeadline(l), l.Err())
+	}
+	if v, _ := redistest.Value(t, fx.rdb, key); v != l.Value() {
+		t.Fatalf("the key holds %q, the Lock %q", v, l.Value())
+	}
+	_ = l.Release(ctx)
+}
+
+// Redlock, re-entrant: every attempt records its own level, so the late undo of a failed
+// attempt never removes the level a later attempt of the same Obtain holds.
+func TestRedlockLateUndoKeepsTheNextAttemptsLevel(t *testing.T) {
+	faults := redistest.NewFaults(1)
+	fx := &redlockFixture{servers: redistest.StartN(t, 3)}
+	fx.clients = append(fx.clients, fx.servers[0].Client(faults.Options))
+	for _, s := range fx.servers[1:] {
+		fx.clients = append(fx.clients, s.Client())
+	}
+	fx.warmUp(t)
+	c := fx.client(t)
+	other := fx.client(t)
+	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	const key = "lock:rl:late-undo"
+	// Attempt 1 is refused by instances 1 and 2; instance 1 frees up after 300 ms.
+	fx.clients[1].Set(ctx, key, "blocker-1", 300*time.Millisecond)
+	fx.clients[2].Set(ctx, key, "blocker-2", 20*time.Second)
+	release := make(chan struct{})
+	held := faults.HoldReply(isScript(scriptRedlockReentrant), release) // instance 0, attempt 1
+	l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant())
+	<-held
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	close(release) // attempt 1's answer from instance 0 arrives now: it is undone
+	time.Sleep(300 * time.Millisecond)
+	fx.clients[2].Del(ctx, key)
+	if l.Err() != nil {
+		t.Fatalf("the Lock is lost: %v", l.Err())
+	}
+	if l2, err := other.TryObtain(ctx, key, 5*time.Second); err == nil {
+		_ = l2.Release(ctx)
+		t.Fatalf("two holders: %q and %q; instance 0 holds %q", l.Value(), l2.Value(), fx.clients[0].Get(ctx, key).Val())
+	}
+	_ = l.Release(ctx)
+}
+
+// Redlock, re-entrant: an acquire that reaches an instance after the Lock's release ran there
+// (and found nothing) takes nothing: the release recorded the operation as ended.
+func TestRedlockAcquireAfterItsReleaseTakesNothing(t *testing.T) {
+	faults := redistest.NewFaults(1)
+	fx := &redlockFixture{servers: redistest.StartN(t, 3)}
+	for i, s := range fx.servers {
+		if i == 2 {
+			fx.clients = append(fx.clients, s.Client(faults.Options))
+		} else {
+			fx.clients = append(fx.clients, s.Client())
+		}
+	}
+	fx.warmUp(t)
+	c := fx.client(t, WithInstanceTimeout(200*time.Millisecond))
+	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	const key = "lock:rl:acquire-after-release"
+	faults.DelayRequest(isScript(scriptRedlockReentrant), 700*time.Millisecond)
+	l := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant())
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the delayed acquire has run on instance 2
+	if n := fx.present(t, key); n != 0 {
+		t.Fatalf("%d instance(s) still hold %s (instance 2: %q, PTTL %v)", n, key,
+			fx.clients[2].Get(ctx, key).Val(), fx.clients[2].PTTL(ctx, key).Val())
+	}
+}
+
+// A release sent twice on a busy key (many other operations end before go-redis's re-send)
+// still reports its success: the ended set is bounded by time, not by count.
+func TestReleaseRunTwiceOnABusyKey(t *testing.T) {
+	fx := newFaulty(t, func(o *redis.Options) {
+		o.MinRetryBackoff, o.MaxRetryBackoff = 200*time.Millisecond, 200*time.Millisecond
+	})
+	other, _ := newTestClient(t, fx.srv)
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:busy"
+	l := mustObtain(t, fx.c, ctx, key, 10*time.Second)
+	fired := fx.faults.DropReply(isScriptWith(scriptRelease, l.Value()))
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		<-fired // the first copy ran: the key is free
+		for range 100 {
+			if x, err := other.Obtain(ctx, key, time.Second); err == nil {
+				_ = x.Release(ctx)
+			}
+		}
+	}()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release whose first copy succeeded: %v", err)
+	}
+	<-busy
+}
+
+// An Obtain whose context ends against a frozen server returns then: its clean-up runs in
+// the background.
+func TestObtainReturnsAtItsDeadlineWithTheServerFrozen(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	_ = mustObtain(t, c, context.Background(), "lock:warm", time.Second) // scripts loaded, connection open
+	srv.Pause()
+	defer srv.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	_, err := c.Obtain(ctx, "lock:frozen-obtain", time.Second)
+	if took := time.Since(begin); took > time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Obtain with a 200ms context returned after %v: %v", took.Round(time.Millisecond), err)
+	}
 }

@@ -79,7 +79,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	var entry string // this waiter's queue entry
 	if req.queue {
 		if g, ok := s.hub.takeGrant(req.op); ok {
-			return acquireResult{acquired: true, value: g.value, token: g.token,
+			return acquireResult{acquired: true, value: g.value, level: req.op, token: g.token,
 				validUntil: g.validUntil, waiters: g.waiters, position: -1}, nil
 		}
 		if req.wake != nil {
@@ -120,7 +120,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	if status == -2 {
 		return acquireResult{}, fmt.Errorf("%w: acquire %q: the server reports this Obtain as ended", ErrBackend, req.key)
 	}
-	res := acquireResult{acquired: status == 1, value: stored, waiters: waiters, position: -1}
+	res := acquireResult{acquired: status == 1, value: stored, level: req.op, waiters: waiters, position: -1}
 	if len(reply) > 5 {
 		res.position, _ = reply[5].(int64)
 	}
@@ -258,9 +258,27 @@ func (s *singleStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
 	return time.Duration(pttl) * time.Millisecond, nil
 }
 
+// abandonLater marks req's operation as given up, at once (a hand-off to it that this
+// client hears of from now on is cleaned up: handOver), and cleans up after it in the
+// background. It waits for the clean-up up to cleanUpWait: a server that answers has
+// cleaned up when the Obtain returns (a TryObtain right after it does not find the old
+// queue entry in its way), and one that does not costs the Obtain no more than that.
+func (s *singleStore) abandonLater(req acquireRequest) {
+	s.hub.abandoned(req.op)
+	done := s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
+	t := time.NewTimer(cleanUpWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// cleanUpWait is how long a failed Obtain waits for its clean-up before it returns.
+const cleanUpWait = 50 * time.Millisecond
+
 // abandon cleans up after an Obtain that gave up (leave.lua): its queue entry, and the lock
-// if one of its requests took it or a release handed it over. From now on a hand-off to it
-// that this client hears of is cleaned up too (handOver).
+// if one of its requests took it or a release handed it over.
 func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
 	s.hub.abandoned(req.op)
 	s.hub.takeGrant(req.op) // a hand-off it will not take: leave.lua releases it
@@ -294,12 +312,16 @@ func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, r
 
 // cleanUpLater runs f in the background, bounded like a release (best effort: what it fails
 // to clean up runs out at its TTL).
-func (s *singleStore) cleanUpLater(f func(ctx context.Context) error) {
+// It returns a channel closed when f has returned.
+func (s *singleStore) cleanUpLater(f func(ctx context.Context) error) <-chan struct{} {
+	done := make(chan struct{})
 	s.calls.spawn(func() {
+		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		_ = f(ctx)
 	})
+	return done
 }
 
 func (s *singleStore) wakeups(key string) (<-chan struct{}, func()) { return s.hub.register(key) }

@@ -49,7 +49,7 @@ type hold struct {
 	// match is what the scripts compare the stored value with: the value, or for a
 	// re-entrant lock its Value.Base() (the stored value is then the base + ':<count>').
 	match     string
-	op        string // the operation id of the Obtain that took it (acquireRequest.op)
+	op        string // the operation id it is recorded under (acquireResult.level)
 	reentrant bool
 }
 
@@ -71,19 +71,23 @@ type acquireRequest struct {
 	wake <-chan struct{}
 }
 
-// hold is what the stores need to know of the lock this request took, stored as value.
-func (req acquireRequest) hold(value string) hold {
-	h := hold{key: req.key, match: value, op: req.op, reentrant: req.reentrant}
+// hold is what the stores need to know of the lock res says this request took.
+func (req acquireRequest) hold(res acquireResult) hold {
+	h := hold{key: req.key, match: res.value, op: res.level, reentrant: req.reentrant}
 	if req.reentrant {
-		h.match = valueBase(value)
+		h.match = valueBase(res.value)
 	}
 	return h
 }
 
 // acquireResult is the outcome of one attempt.
 type acquireResult struct {
-	acquired   bool
-	value      string        // the value now stored (with the count for a re-entrant lock)
+	acquired bool
+	value    string // the value now stored (with the count for a re-entrant lock)
+	// level is the operation id the lock is recorded under: the request's op, or for Redlock,
+	// whose every attempt must be told from the others (a late undo of one attempt must not
+	// remove the level a later one holds), the attempt's own.
+	level      string
 	token      int64         // fencing token; 0 when the store has none (Redlock)
 	validUntil time.Time     // local deadline by which the lock must be renewed
 	holderTTL  time.Duration // when not acquired: the holder's remaining TTL if known, else 0 (-1: no expiry)
@@ -95,7 +99,8 @@ type acquireResult struct {
 }
 
 // abandoner is implemented by stores that must clean up after an Obtain that gave up: its
-// queue entry, and a lock that one of its requests may have taken or been handed.
+// queue entry, and a lock that one of its requests may have taken or been handed. A
+// hand-off to it that the store hears of from then on is released too.
 type abandoner interface {
-	abandon(ctx context.Context, req acquireRequest) error
+	abandonLater(req acquireRequest)
 }

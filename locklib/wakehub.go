@@ -161,16 +161,23 @@ func (h *wakeHub) unregister(r *wakeReg) {
 	}
 }
 
-// bind ties a waiter id to the signal channel its Obtain registered.
+// bind ties a waiter id to the signal channel its Obtain registered. An Obtain whose lock
+// came too late starts over under a new id: the signal moves to it.
 func (h *wakeHub) bind(sig <-chan struct{}, waiter string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r := h.bySignal[sig]; r != nil && r.waiter == "" {
-		r.waiter = waiter
-		h.byWaiter[waiter] = r
-		if _, ok := h.grants[waiter]; ok {
-			signal(r.ch)
-		}
+	r := h.bySignal[sig]
+	if r == nil || r.waiter == waiter {
+		return
+	}
+	if r.waiter != "" && h.byWaiter[r.waiter] == r {
+		delete(h.byWaiter, r.waiter)
+		delete(h.grants, r.waiter)
+	}
+	r.waiter = waiter
+	h.byWaiter[waiter] = r
+	if _, ok := h.grants[waiter]; ok {
+		signal(r.ch)
 	}
 }
 

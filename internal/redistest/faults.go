@@ -90,12 +90,14 @@ const (
 	faultLostReply
 	faultLostRequest
 	faultHeldReply
+	faultDelayedRequest
 )
 
 type faultRule struct {
 	match func(cmd []string) bool
 	kind  faultKind
 	until <-chan struct{} // faultHeldReply: released when closed
+	delay time.Duration   // faultDelayedRequest
 	fired chan struct{}
 }
 
@@ -138,6 +140,12 @@ func (f *Faults) LoseRequest(match func(cmd []string) bool) <-chan struct{} {
 	return f.add(&faultRule{match: match, kind: faultLostRequest})
 }
 
+// DelayRequest delays the next command matching match by d on its way to the server (a
+// request stuck in the network while later ones, on other connections, overtake it).
+func (f *Faults) DelayRequest(match func(cmd []string) bool, d time.Duration) <-chan struct{} {
+	return f.add(&faultRule{match: match, kind: faultDelayedRequest, delay: d})
+}
+
 // HoldReply holds the reply of the next command matching match until until is closed (the
 // server has run the command; the client does not hear of it).
 func (f *Faults) HoldReply(match func(cmd []string) bool, until <-chan struct{}) <-chan struct{} {
@@ -172,6 +180,9 @@ func (f *Faults) decide(cmd []string) (faultKind, <-chan struct{}, time.Duration
 			f.rules = append(f.rules[:i:i], f.rules[i+1:]...)
 			f.count(r.kind)
 			close(r.fired)
+			if r.kind == faultDelayedRequest {
+				return faultNone, nil, delay + r.delay, 0
+			}
 			return r.kind, r.until, delay, 0
 		}
 	}

@@ -113,3 +113,23 @@ func TestParseCommands(t *testing.T) {
 		t.Fatalf("cmds %q rest %q", cmds, rest)
 	}
 }
+
+func TestFaultsDelayedRequestIsOvertaken(t *testing.T) {
+	s := Start(t)
+	f := NewFaults(1)
+	c := faultyClient(t, s, f)
+	ctx := context.Background()
+	f.DelayRequest(ScriptWithArg("first"), 300*time.Millisecond)
+	first := make(chan int64)
+	go func() {
+		n, _ := counter.Run(ctx, c, []string{"k"}, "first").Int64()
+		first <- n
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if n, err := counter.Run(ctx, c, []string{"k"}, "second").Int64(); err != nil || n != 1 {
+		t.Fatalf("second = %d, %v: want it to run first", n, err)
+	}
+	if n := <-first; n != 2 {
+		t.Fatalf("first = %d, want 2", n)
+	}
+}
