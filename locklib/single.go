@@ -280,7 +280,6 @@ const cleanUpWait = 50 * time.Millisecond
 // abandon cleans up after an Obtain that gave up (leave.lua): its queue entry, and the lock
 // if one of its requests took it or a release handed it over.
 func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
-	s.hub.abandoned(req.op)
 	s.hub.takeGrant(req.op) // a hand-off it will not take: leave.lua releases it
 	match := req.value.String()
 	if req.reentrant {
@@ -311,8 +310,7 @@ func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, r
 }
 
 // cleanUpLater runs f in the background, bounded like a release (best effort: what it fails
-// to clean up runs out at its TTL).
-// It returns a channel closed when f has returned.
+// to clean up runs out at its TTL), and returns a channel closed when f has returned.
 func (s *singleStore) cleanUpLater(f func(ctx context.Context) error) <-chan struct{} {
 	done := make(chan struct{})
 	s.calls.spawn(func() {
