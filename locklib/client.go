@@ -47,7 +47,9 @@ func newClient(s store, opts ...Option) *Client {
 	return c
 }
 
-// Close stops the client's shared wake-up subscription. Locks already held keep working
+// Close stops the client's shared wake-up subscription, and waits for the requests still
+// running in the background (a clean-up, or a call whose caller's context ended first: each
+// is bounded by the go-redis client's ReadTimeout). Locks already held keep working
 // (Release, Refresh, watchdog); an Obtain after Close still works but waits by polling only.
 func (c *Client) Close() error { return c.store.close() }
 
