@@ -2,7 +2,9 @@ package locklib
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -104,4 +106,29 @@ func boundsSocket(rdb redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
+}
+
+// retrying runs op until it succeeds, fails for another reason than the connection (a reply
+// of the server, ErrNotHeld), or ctx ends, with a short back-off. It is for the requests
+// that are safe to send again (a release, a clean-up: the scripts recognize their own
+// earlier effect), so that one request or reply lost on the way does not leave a lock held
+// until its TTL when the go-redis client does not retry by itself (MaxRetries -1), or ran out
+// of retries.
+func retrying(ctx context.Context, op func(context.Context) error) error {
+	delay := 5 * time.Millisecond
+	for {
+		err := op(ctx)
+		var reply redis.Error
+		if err == nil || !errors.Is(err, ErrBackend) || errors.As(err, &reply) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
 }

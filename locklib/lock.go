@@ -164,7 +164,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	start := time.Now()
-	err := l.c.store.release(rctx, l.h)
+	err := retrying(rctx, func(ctx context.Context) error { return l.c.store.release(ctx, l.h) })
 	if err != nil && !errors.Is(err, ErrNotHeld) {
 		err = backendError("release", l.h.key, err)
 	}

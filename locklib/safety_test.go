@@ -730,3 +730,19 @@ func TestObtainReturnsAtItsDeadlineWithTheServerFrozen(t *testing.T) {
 		t.Fatalf("Obtain with a 200ms context returned after %v: %v", took.Round(time.Millisecond), err)
 	}
 }
+
+// A client without retries of its own (MaxRetries -1) loses one release request, or its
+// reply: Release sends it again (it is safe to), rather than leave the lock to its TTL.
+func TestReleaseSurvivesALostRequestWithoutClientRetries(t *testing.T) {
+	fx := newFaulty(t, func(o *redis.Options) { o.MaxRetries = -1 })
+	ctx := testCtx(t, 10*time.Second)
+	for _, lose := range []func(func([]string) bool) <-chan struct{}{fx.faults.LoseRequest, fx.faults.DropReply} {
+		l := mustObtain(t, fx.c, ctx, "lock:no-retries", 20*time.Second)
+		fired := lose(isScript(scriptRelease))
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release after one lost request or reply: %v", err)
+		}
+		<-fired
+		mustBeFreeWithin(t, fx.rdb, "lock:no-retries", 0)
+	}
+}

@@ -240,7 +240,9 @@ func (s *singleStore) handOver(key, entry, written, tokenText string, waiters in
 	}
 	g := grant{key: key, value: written, token: token, validUntil: sent.Add(ttl), waiters: waiters}
 	if s.hub.handOver(op, g) == handedToAbandoned {
-		s.cleanUpLater(func(ctx context.Context) error { return s.leave(ctx, key, op, "", written, false) })
+		s.cleanUpLater(func(ctx context.Context) error {
+			return retrying(ctx, func(ctx context.Context) error { return s.leave(ctx, key, op, "", written, false) })
+		})
 	}
 }
 
@@ -293,7 +295,7 @@ func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
 		}
 		entry = queueEntry(req.op, req.ttl, queued.String())
 	}
-	return s.leave(ctx, req.key, req.op, entry, match, req.reentrant)
+	return retrying(ctx, func(ctx context.Context) error { return s.leave(ctx, req.key, req.op, entry, match, req.reentrant) })
 }
 
 // leave runs leave.lua for operation op; match is the plain value, or a re-entrant owner's rand.
