@@ -1,36 +1,29 @@
 package locklib
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
 
-// eventPublisher is implemented by stores that can publish events sent from Go (lost,
+// eventPublisher is implemented by stores that publish events sent from Go (lost,
 // renew_failed: those may happen with the server unreachable, so no script sends them).
+// publishEvent must not wait for the server: the watchdog and lose call it, and Release
+// waits for the watchdog.
 type eventPublisher interface {
-	publishEvent(ctx context.Context, payload []byte) error
+	publishEvent(e Event)
 }
 
-// publish sends e on EventsChannel, best effort and bounded by publishTimeout.
+// publish sends e on EventsChannel, best effort.
 func (c *Client) publish(e Event) {
 	if !c.cfg.events {
 		return
 	}
-	p, ok := c.store.(eventPublisher)
-	if !ok {
-		return
+	if p, ok := c.store.(eventPublisher); ok {
+		if e.AtMs == 0 {
+			e.AtMs = time.Now().UnixMilli()
+		}
+		p.publishEvent(e)
 	}
-	if e.AtMs == 0 {
-		e.AtMs = time.Now().UnixMilli()
-	}
-	payload, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-	defer cancel()
-	_ = p.publishEvent(ctx, payload)
 }
 
 func (c *Client) renewFailed(l *Lock, latency time.Duration, err error) {

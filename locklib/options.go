@@ -25,7 +25,8 @@ const (
 	// the caller's context is already cancelled.
 	releaseTimeout = 2 * time.Second
 	// publishTimeout bounds the best-effort publishing of events sent from Go (lost,
-	// renew_failed): they must never hold up the watchdog or a Refresh for long.
+	// renew_failed), in the background: a stalled server must never hold up the watchdog,
+	// a Refresh or a Release.
 	publishTimeout = 500 * time.Millisecond
 )
 

@@ -103,14 +103,7 @@ func (p *redlockEvents) close() {
 }
 
 // publishEvent queues an event sent by the Client (lost, renew_failed) for every instance.
-func (s *redlockStore) publishEvent(_ context.Context, payload []byte) error {
-	var e Event
-	if err := json.Unmarshal(payload, &e); err != nil {
-		return err
-	}
-	s.publish(e)
-	return nil
-}
+func (s *redlockStore) publishEvent(e Event) { s.publish(e) }
 
 // publish queues e when events are on.
 func (s *redlockStore) publish(e Event) {

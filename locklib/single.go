@@ -2,6 +2,7 @@ package locklib
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -334,8 +335,18 @@ func (s *singleStore) close() error {
 	return err
 }
 
-func (s *singleStore) publishEvent(ctx context.Context, payload []byte) error {
-	return s.rdb.Publish(ctx, EventsChannel, payload).Err()
+// publishEvent publishes e in the background, bounded by publishTimeout when the client
+// bounds reads by the context (and by its ReadTimeout otherwise).
+func (s *singleStore) publishEvent(e Event) {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	s.calls.spawn(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+		defer cancel()
+		_ = s.rdb.Publish(ctx, EventsChannel, payload).Err()
+	})
 }
 
 // holderEvent is the JSON prefix of an event about the holder of value (released, renewed).
