@@ -44,13 +44,15 @@ func TestHistory(t *testing.T) {
 
 // historyInstanceTimeout is TestHistoryRedlock's per-instance timeout. The default, 5 ms +
 // ttl/20 (10-20 ms for the ttls up to 300 ms here, 250 ms for Release and the undo of an
-// attempt), is often shorter than an instance's answer takes under -race on a loaded 2-core
-// machine (a new connection after every lost reply, a NOSCRIPT fallback after a restart,
-// goroutines waiting for a core), so attempts would time out before a quorum answered and
-// renewals would fail. With 150 ms an instance that answers at all nearly always answers in
-// time, and a stalled one still costs an operation little. It is also Release's bound: a
-// Release waits for each instance at most this long. (The validity, not this timeout,
-// fails an attempt on a 100 ms ttl whose quorum answered late.)
+// attempt), is shorter than go-redis's back-off before it sends a request again after a lost
+// reply (8 ms and up), plus a new connection, under -race on a loaded 2-core machine: most
+// re-sent SETs and scripts then answer after their attempt was decided, and the paths that
+// must treat a request run twice as once are rarely taken (a SET NX sent twice was caught
+// in 1 of 3 40 s runs with the default, 3 of 3 with 150 ms). With 150 ms an instance that
+// answers at all nearly always answers in time, and a stalled one still costs an operation
+// little. It is also Release's bound: a Release waits for each instance at most this long.
+// (The validity, not this timeout, fails an attempt on a 100 ms ttl whose quorum answered
+// late.)
 const historyInstanceTimeout = 150 * time.Millisecond
 
 // TestHistoryRedlock is TestHistory for Redlock (NewRedlock over three redis-servers): the
