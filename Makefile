@@ -24,11 +24,12 @@ unit:
 fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
 
-# A long fault-injected history of locklib (locklib/history_test.go); `make test` runs it
-# for 25 s. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
+# Long fault-injected histories of locklib (locklib/history_test.go): TestHistory on one
+# server, TestHistoryRedlock on three; `make test` runs them for 25 s and 15 s, this for
+# SOAK each. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
 SOAK ?= 10m
 soak: deps
-	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory$$' -count=1 -timeout 0 ./locklib/
+	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock)?$$' -count=1 -timeout 0 ./locklib/
 
 # Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.
 bench:

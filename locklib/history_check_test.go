@@ -26,6 +26,16 @@ const (
 	// historyReleaseBound is Release's documented bound (its own 2 s timeout), to which
 	// waiting for a watchdog renewal in flight (timeout ttl/3) adds.
 	historyReleaseBound = 2 * time.Second
+	// historyRoundSpread is how far apart (on the servers' clock, which is this machine's)
+	// the reads of a sample round may be for the validity check to count the round as one
+	// instant. A Redlock Lock holds a majority at every instant of its validity, but not
+	// always the same one: a renewal confirmed by other instances than the acquisition moves
+	// the deadline, an instance it left out keeps the key only until the ttl it had, and one
+	// that missed the acquisition may get the key late. Each majority's keys outlive the
+	// deadline that the next one replaced by the drift (at least 2 ms, redlock.go) less the
+	// 1 ms by which Redis's millisecond clock may start a ttl early; two reads closer than
+	// that find one majority's instances.
+	historyRoundSpread  = time.Millisecond
 	historyCheckTimeout = 5 * time.Minute
 	historyMaxReports   = 8 // per check; the count of the rest is given
 )
@@ -47,6 +57,10 @@ func (o *historyOp) end() time.Duration {
 	}
 	return o.releaseAt
 }
+
+// releaseFailed tells whether the Lock's Release failed on backend errors: its value may
+// then stay until the key runs out by itself (docs/locklib.md), past the leak bound.
+func (o *historyOp) releaseFailed() bool { return o.err == nil && errors.Is(o.releaseErr, ErrBackend) }
 
 func (o *historyOp) String() string {
 	var b strings.Builder
@@ -116,11 +130,15 @@ func (h *history) check(t *testing.T, seed uint64, stats redistest.FaultStats) {
 	t.Helper()
 	x := h.index()
 	lin := h.checkLinearizable(seed)
+	porcupineCheck := "porcupine (one holder whose validity is open)"
+	if h.fenced {
+		porcupineCheck = "porcupine (one holder whose validity is open, fencing order)"
+	}
 	checks := []struct {
 		name       string
 		violations []string
 	}{
-		{"porcupine (one holder whose validity is open, fencing order)", lin.violations},
+		{porcupineCheck, lin.violations},
 		{"validity against the key's content", h.checkValidity(x)},
 		{"leaks", h.checkLeaks(x)},
 		{"Release time bound", h.checkReleaseBound()},
@@ -193,16 +211,27 @@ func (h *history) logSummary(t *testing.T, stats redistest.FaultStats, lin linea
 		}
 		windows = append(windows, f.String())
 	}
-	n := 0
-	for _, s := range h.samples {
-		n += len(s)
+	rounds, instant, n := 0, 0, 0
+	for _, rs := range h.samples {
+		rounds += len(rs)
+		for _, r := range rs {
+			n += len(r)
+			if r.spread() <= historyRoundSpread {
+				instant++
+			}
+		}
 	}
 	t.Logf("%d Obtain/TryObtain: %d held (%d nested re-entries, %d by TryObtain), %d TryObtain not obtained, %d context ended, %d backend errors; %d Refresh calls",
 		len(h.ops), ok, nested, tryOK, try, ctx, backend, refreshes)
 	t.Logf("server faults: %d stalls (%v in all), %d restarts; connection faults: %d lost replies, %d lost requests, %d held replies",
 		stalls, ms(stalled), restarts, stats.LostReplies, stats.LostRequests, stats.HeldReplies)
 	t.Logf("server faults: %s", strings.Join(windows, ", "))
-	t.Logf("%d samples; porcupine checked %d operations on %d keys in %v", n, lin.ops, len(h.samples), lin.took.Round(time.Microsecond))
+	if h.instances > 1 {
+		t.Logf("%d sample rounds of the %d instances (%d reads, %d rounds read within %v: the validity check's); porcupine checked %d operations on %d keys in %v",
+			rounds, h.instances, n, instant, historyRoundSpread, lin.ops, len(h.samples), lin.took.Round(time.Microsecond))
+	} else {
+		t.Logf("%d samples; porcupine checked %d operations on %d keys in %v", n, lin.ops, len(h.samples), lin.took.Round(time.Microsecond))
+	}
 	for _, u := range lin.unknown {
 		t.Logf("porcupine gave no verdict (timeout) for %s: the mutual exclusion check did not run there", u)
 	}
@@ -210,8 +239,8 @@ func (h *history) logSummary(t *testing.T, stats redistest.FaultStats, lin linea
 
 // ---- Mutual exclusion and fencing order (porcupine) ----
 
-// lockInput is an Acquire (an Obtain that returned a Lock; its output is the token) or a
-// Close (the end of that Lock's validity, a point in time).
+// lockInput is an Acquire (an Obtain that returned a Lock; its output is the token, 0
+// without fencing) or a Close (the end of that Lock's validity, a point in time).
 type lockInput struct {
 	close     bool
 	id        int
@@ -228,38 +257,47 @@ type lockState struct {
 }
 
 // lockModel: at most one owner whose validity is open. A fresh acquisition needs the key
-// free and a token above every earlier one; a re-entrant one by the holder keeps the token.
-// An owner may also re-enter with its own token right after its levels closed: the key
-// outlives a deadline by a little, and the same owner holding on is no second holder.
-var lockModel = porcupine.Model{
-	Init: func() any { return lockState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in := state.(lockState), input.(lockInput)
-		if in.close {
-			levels, ok := removeLevel(s.levels, in.id)
-			return ok, lockState{owner: s.owner, token: s.token, levels: levels}
+// free and, when fenced, a token above every earlier one; a re-entrant one by the holder
+// keeps the token. An owner may also re-enter with its own token right after its levels
+// closed: the key outlives a deadline by a little, and the same owner holding on is no
+// second holder. Without fencing (Redlock) every token is 0 and only the holder counts.
+func lockModel(fenced bool) porcupine.Model {
+	token := func(t any) string {
+		if !fenced {
+			return ""
 		}
-		token := output.(int64)
-		sameOwner := in.reentrant && in.owner == s.owner && token == s.token
-		if !sameOwner && (s.levels != "" || token <= s.token) {
-			return false, s
-		}
-		return true, lockState{owner: in.owner, token: token, levels: addLevel(s.levels, in.id)}
-	},
-	DescribeOperation: func(input, output any) string {
-		in := input.(lockInput)
-		if in.close {
-			return fmt.Sprintf("close h%d", in.id)
-		}
-		return fmt.Sprintf("h%d %s token %d", in.id, in.owner, output)
-	},
-	DescribeState: func(state any) string {
-		s := state.(lockState)
-		if s.levels == "" {
-			return fmt.Sprintf("free (last: %s token %d)", s.owner, s.token)
-		}
-		return fmt.Sprintf("%s token %d levels h%s", s.owner, s.token, strings.ReplaceAll(s.levels, ",", " h"))
-	},
+		return fmt.Sprintf(" token %d", t)
+	}
+	return porcupine.Model{
+		Init: func() any { return lockState{} },
+		Step: func(state, input, output any) (bool, any) {
+			s, in := state.(lockState), input.(lockInput)
+			if in.close {
+				levels, ok := removeLevel(s.levels, in.id)
+				return ok, lockState{owner: s.owner, token: s.token, levels: levels}
+			}
+			token := output.(int64)
+			sameOwner := in.reentrant && in.owner == s.owner && token == s.token
+			if !sameOwner && (s.levels != "" || fenced && token <= s.token) {
+				return false, s
+			}
+			return true, lockState{owner: in.owner, token: token, levels: addLevel(s.levels, in.id)}
+		},
+		DescribeOperation: func(input, output any) string {
+			in := input.(lockInput)
+			if in.close {
+				return fmt.Sprintf("close h%d", in.id)
+			}
+			return fmt.Sprintf("h%d %s%s", in.id, in.owner, token(output))
+		},
+		DescribeState: func(state any) string {
+			s := state.(lockState)
+			if s.levels == "" {
+				return fmt.Sprintf("free (last: %s%s)", s.owner, token(s.token))
+			}
+			return fmt.Sprintf("%s%s levels h%s", s.owner, token(s.token), strings.ReplaceAll(s.levels, ",", " h"))
+		},
+	}
 }
 
 func addLevel(levels string, id int) string {
@@ -319,7 +357,7 @@ func (h *history) checkLinearizable(seed uint64) linearizability {
 					Metadata: fmt.Sprintf("%s's validity ends at %v", o.trace(), ms(o.closeAt()))})
 		}
 		start := time.Now()
-		res, info := porcupine.CheckOperationsVerbose(lockModel, ops, historyCheckTimeout)
+		res, info := porcupine.CheckOperationsVerbose(lockModel(h.fenced), ops, historyCheckTimeout)
 		lin.took += time.Since(start)
 		lin.ops += len(ops)
 		switch res {
@@ -352,13 +390,13 @@ func (h *history) linearizabilityReport(seed uint64, key string, ops []porcupine
 		fmt.Fprintf(&b, "no visualization: %v", err)
 	} else {
 		f.Close()
-		if err := porcupine.VisualizePath(lockModel, info, f.Name()); err != nil {
+		if err := porcupine.VisualizePath(lockModel(h.fenced), info, f.Name()); err != nil {
 			fmt.Fprintf(&b, "no visualization: %v", err)
 		} else {
 			fmt.Fprintf(&b, "visualization: %s", f.Name())
 		}
 	}
-	b.WriteString(stuckAt(info, ops))
+	b.WriteString(stuckAt(lockModel(h.fenced), info, ops))
 	for _, w := range h.witnesses(key) {
 		b.WriteString("\n\t" + w)
 	}
@@ -367,7 +405,7 @@ func (h *history) linearizabilityReport(seed uint64, key string, ops []porcupine
 
 // stuckAt shows where the longest linearization porcupine found ends: its last steps and
 // the operations it could not place, those that had to come first listed first.
-func stuckAt(info porcupine.LinearizationInfo, ops []porcupine.Operation) string {
+func stuckAt(model porcupine.Model, info porcupine.LinearizationInfo, ops []porcupine.Operation) string {
 	var longest []porcupine.Operation
 	for _, partition := range info.PartialLinearizationsOperations() {
 		for _, lin := range partition {
@@ -378,12 +416,12 @@ func stuckAt(info porcupine.LinearizationInfo, ops []porcupine.Operation) string
 	}
 	var b strings.Builder
 	placed := map[lockInput]bool{}
-	state := lockModel.Init()
+	state := model.Init()
 	for i, op := range longest {
 		placed[op.Input.(lockInput)] = true
-		_, state = lockModel.Step(state, op.Input, op.Output)
+		_, state = model.Step(state, op.Input, op.Output)
 		if i >= len(longest)-3 {
-			fmt.Fprintf(&b, "\n\tlinearized: %v\n\t\t=> %s", op.Metadata, lockModel.DescribeState(state))
+			fmt.Fprintf(&b, "\n\tlinearized: %v\n\t\t=> %s", op.Metadata, model.DescribeState(state))
 		}
 	}
 	var rest []porcupine.Operation
@@ -400,8 +438,8 @@ func stuckAt(info porcupine.LinearizationInfo, ops []porcupine.Operation) string
 }
 
 // witnesses are plain reasons the history of key has no linearization, for the report:
-// two owners whose validity overlaps, and a fresh token not above one handed out before
-// its Obtain began. Porcupine may find subtler ones (see the visualization).
+// two owners whose validity overlaps, and (when fenced) a fresh token not above one handed
+// out before its Obtain began. Porcupine may find subtler ones (see the visualization).
 func (h *history) witnesses(key string) []string {
 	var held []*historyOp
 	for _, o := range h.ops {
@@ -420,6 +458,9 @@ func (h *history) witnesses(key string) []string {
 		if open == nil || o.closeAt() > open.closeAt() {
 			open = o
 		}
+	}
+	if !h.fenced {
+		return out
 	}
 	byInvoke := slices.Clone(held)
 	slices.SortFunc(byInvoke, func(a, b *historyOp) int { return cmp.Compare(a.invoke, b.invoke) })
@@ -450,8 +491,12 @@ func (h *history) keys() []string {
 
 // ---- Validity against the key's real content ----
 
-// checkValidity: while a Lock's validity is open, every sample taken wholly inside it must
-// find its owner's value in the key.
+// checkValidity: while a Lock's validity is open its owner's value is in the key, on the
+// server or, with Redlock, on a majority of the instances. Every sample round taken wholly
+// inside the validity, its reads at one instant (historyRoundSpread), may miss the value on
+// at most N - quorum instances (none with one server). An instance that did not answer the
+// round (down, restarting, stalled past it) is not counted against the Lock: it may hold the
+// value.
 func (h *history) checkValidity(x historyIndex) []string {
 	var out []string
 	for _, o := range h.ops {
@@ -459,65 +504,117 @@ func (h *history) checkValidity(x historyIndex) []string {
 			continue
 		}
 		from, to := o.ret, o.closeAt()
-		ss := h.samples[o.key]
-		i, _ := slices.BinarySearchFunc(ss, from, func(s sample, t time.Duration) int { return cmp.Compare(s.call, t) })
-		var bad []sample
-		for ; i < len(ss) && ss[i].call <= to; i++ {
-			s := ss[i]
-			if s.ret > to {
+		rounds := h.samples[o.key]
+		i, _ := slices.BinarySearchFunc(rounds, from, func(r sampleRound, t time.Duration) int { return cmp.Compare(r.call(), t) })
+		var bad []sampleRound
+		for ; i < len(rounds) && rounds[i].call() <= to; i++ {
+			r := rounds[i]
+			if r.ret() > to || r.spread() > historyRoundSpread {
 				continue
 			}
-			if w := x.writer(s.value); w == nil || w.owner != o.owner {
-				bad = append(bad, s)
+			if len(r)-len(x.ownedBy(o.owner, r)) > h.instances-h.quorum {
+				bad = append(bad, r)
 			}
 		}
 		if len(bad) == 0 {
 			continue
 		}
-		s := bad[0]
-		found := "no value"
-		if s.value != "" {
-			found = fmt.Sprintf("%q (pttl %v) written by %v", s.value, s.pttl, x.writer(s.value))
-		}
+		r := bad[0]
 		var b strings.Builder
 		fmt.Fprintf(&b, "at %v..%v (%d samples until %v) %s held %s, but the key had %s\n\tthe Lock: %v",
-			ms(s.call), ms(s.ret), len(bad), ms(bad[len(bad)-1].ret), o.owner, o.key, found, o)
+			ms(r.call()), ms(r.ret()), len(bad), ms(bad[len(bad)-1].ret()), o.owner, o.key, h.found(x, r), o)
+		for _, w := range writers(x, r) {
+			if w != o {
+				fmt.Fprintf(&b, "\n\twriter: %v", w)
+			}
+		}
 		for _, other := range x.byOwnerKey[o.owner+"\x00"+o.key] {
 			if other != o && other.invoke < to && other.end() > from-time.Second {
 				fmt.Fprintf(&b, "\n\tsame owner: %v", other)
 			}
 		}
-		b.WriteString("\n\tsamples:" + h.timeline(o.key, max(from, s.call-time.Second), s.ret))
-		b.WriteString(h.diagnose(x, o, s))
+		b.WriteString("\n\tsamples:" + h.timeline(o.key, max(from, r.call()-time.Second), r.ret()))
+		b.WriteString(h.diagnose(x, o, r))
 		out = append(out, b.String())
 	}
 	return out
 }
 
+// ownedBy is the reads of round r that find a value of owner.
+func (x historyIndex) ownedBy(owner string, r sampleRound) sampleRound {
+	var out sampleRound
+	for _, s := range r {
+		if w := x.writer(s.value); w != nil && w.owner == owner {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// found says what the reads of round r found, for a report.
+func (h *history) found(x historyIndex, r sampleRound) string {
+	var parts []string
+	for _, s := range r {
+		text := "no value"
+		if s.value != "" {
+			text = fmt.Sprintf("%q (pttl %v) written by ", s.value, s.pttl)
+			if w := x.writer(s.value); w != nil {
+				text += w.trace() + " " + w.owner
+			} else {
+				text += "no operation"
+			}
+		}
+		parts = append(parts, h.instanceName(s.instance)+text)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writers are the operations whose values the reads of round r found, each once.
+func writers(x historyIndex, r sampleRound) []*historyOp {
+	var out []*historyOp
+	for _, s := range r {
+		if w := x.writer(s.value); w != nil && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// quorumPTTL is how long a quorum of the reads still holds their value: the quorum-th
+// longest PTTL.
+func (h *history) quorumPTTL(held sampleRound) time.Duration {
+	pttls := make([]time.Duration, len(held))
+	for i, s := range held {
+		pttls[i] = s.pttl
+	}
+	slices.SortFunc(pttls, func(a, b time.Duration) int { return cmp.Compare(b, a) })
+	return pttls[h.quorum-1]
+}
+
 // diagnose tells how the key came to differ from what Lock o believed: deleted or run
 // out, and which calls of the owner could have done it. It guides the reader; the
 // violation stands without it.
-func (h *history) diagnose(x historyIndex, o *historyOp, bad sample) string {
-	var last *sample
-	ss := h.samples[o.key]
-	for i := range ss {
-		if ss[i].ret >= bad.call {
+func (h *history) diagnose(x historyIndex, o *historyOp, bad sampleRound) string {
+	var last, lastHeld sampleRound
+	for _, r := range h.samples[o.key] {
+		if r.ret() >= bad.call() {
 			break
 		}
-		if w := x.writer(ss[i].value); w != nil && w.owner == o.owner {
-			last = &ss[i]
+		if held := x.ownedBy(o.owner, r); len(held) >= h.quorum {
+			last, lastHeld = r, held
 		}
 	}
 	if last == nil {
 		return ""
 	}
+	pttl := h.quorumPTTL(lastHeld)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n\tdiagnosis: last seen with the owner's value at %v..%v, pttl %v", ms(last.call), ms(last.ret), last.pttl)
+	fmt.Fprintf(&b, "\n\tdiagnosis: last seen with the owner's value at %v..%v, pttl %v", ms(last.call()), ms(last.ret()), pttl)
 	levels := x.byOwnerKey[o.owner+"\x00"+o.key]
-	if bad.ret+historyExpiryMargin < last.call+last.pttl {
+	if bad.ret()+historyExpiryMargin < last.call()+pttl {
 		b.WriteString("; deleted before that ran out")
 		for _, p := range levels {
-			if p != o && p.err == nil && p.releaseAt >= last.call-time.Second && p.releaseAt <= bad.ret {
+			if p != o && p.err == nil && p.releaseAt >= last.call()-time.Second && p.releaseAt <= bad.ret() {
 				fmt.Fprintf(&b, "\n\t\tdeleted by another level? %s released at %v while %s was still held: a re-entrant release run twice goes two levels down",
 					p.trace(), ms(p.releaseAt), o.trace())
 			}
@@ -526,25 +623,25 @@ func (h *history) diagnose(x historyIndex, o *historyOp, bad sample) string {
 	}
 	b.WriteString("; it ran out")
 	for _, p := range levels {
-		if p == o || p.err != nil || p.invoke > bad.call || p.end() < o.ret {
+		if p == o || p.err != nil || p.invoke > bad.call() || p.end() < o.ret {
 			continue
 		}
 		if p.watchdog && p.invoke >= o.invoke {
 			fmt.Fprintf(&b, "\n\t\tshortened by another level? %s, a level of the same owner, renews the shared key to its ttl %v with its watchdog", p.trace(), ms(p.ttl))
 		}
 		for _, r := range p.refreshes {
-			if r.err == nil && r.start <= bad.call && r.start+r.ttl < o.closeAt() {
+			if r.err == nil && r.start <= bad.call() && r.start+r.ttl < o.closeAt() {
 				fmt.Fprintf(&b, "\n\t\tshortened by another level? %s, a level of the same owner, refreshed the shared key to %v at %v", p.trace(), ms(r.ttl), ms(r.start))
 			}
 		}
 	}
-	longer := slices.ContainsFunc(o.refreshes, func(r refreshCall) bool { return r.err == nil && r.ttl > o.ttl && r.start <= bad.call })
+	longer := slices.ContainsFunc(o.refreshes, func(r refreshCall) bool { return r.err == nil && r.ttl > o.ttl && r.start <= bad.call() })
 	if o.watchdog && (longer || o.level > 1) {
 		fmt.Fprintf(&b, "\n\t\tdeadline from a late reply? %s's watchdog renews the key to %v, below the deadline a longer Refresh or the re-entry gave it: "+
 			"a renewal shortens the key before its reply moves the deadline", o.trace(), ms(o.ttl))
 	}
 	for _, r := range o.refreshes {
-		if o.watchdog && r.err == nil && r.start <= bad.call && r.end-r.start > o.ttl/3 {
+		if o.watchdog && r.err == nil && r.start <= bad.call() && r.end-r.start > o.ttl/3 {
 			fmt.Fprintf(&b, "\n\t\tdeadline from a late reply? %s's %v was answered after its watchdog's next renewal could run", o.trace(), r)
 		}
 	}
@@ -562,20 +659,26 @@ func (h *history) diagnose(x historyIndex, o *historyOp, bad sample) string {
 	return b.String()
 }
 
-// timeline shows the samples of key in [from, to] where the value changed, with their PTTL.
+// timeline shows the sample rounds of key begun in [from, to] where a value changed, with
+// their PTTL.
 func (h *history) timeline(key string, from, to time.Duration) string {
 	var b strings.Builder
 	prev := "\x00"
-	ss := h.samples[key]
-	for i, s := range ss {
-		if s.call < from || s.call > to {
+	rounds := h.samples[key]
+	for i, r := range rounds {
+		if r.call() < from || r.call() > to {
 			continue
 		}
-		last := i+1 == len(ss) || ss[i+1].call > to
-		if s.value != prev || last {
-			fmt.Fprintf(&b, "\n\t\t%v..%v: %q pttl %v", ms(s.call), ms(s.ret), s.value, s.pttl)
+		var values, reads []string
+		for _, s := range r {
+			values = append(values, strconv.Itoa(s.instance)+"="+s.value)
+			reads = append(reads, fmt.Sprintf("%s%q pttl %v", h.instanceName(s.instance), s.value, s.pttl))
 		}
-		prev = s.value
+		last := i+1 == len(rounds) || rounds[i+1].call() > to
+		if v := strings.Join(values, ","); v != prev || last {
+			fmt.Fprintf(&b, "\n\t\t%v..%v: %s", ms(r.call()), ms(r.ret()), strings.Join(reads, ", "))
+			prev = v
+		}
 	}
 	return b.String()
 }
@@ -584,34 +687,33 @@ func (h *history) timeline(key string, from, to time.Duration) string {
 
 // checkLeaks: a value must be gone within historyLeakBound after its operation ended, and
 // a re-entrant value must not count more levels than its owner may still hold, unless a
-// server fault may have kept it (a stall long enough to stop the clean-up, or a restart).
+// server fault may have kept it (a stall long enough to stop the clean-up, or a restart),
+// or its Release failed (then it runs out at its TTL, as documented). With Redlock this
+// holds for a value on a majority: an instance that ran a request after
+// its operation gave up (it was stalled) keeps a stale key until its TTL (docs/redlock.md).
 func (h *history) checkLeaks(x historyIndex) []string {
 	type leak struct {
-		first, last sample
+		first, last sampleRound
 		n           int
 		text        string
 	}
 	leaks := map[string]*leak{}
 	var order []string
 	for _, key := range h.keys() {
-		for _, s := range h.samples[key] {
-			if s.value == "" {
-				continue
+		for _, r := range h.samples[key] {
+			for _, reads := range byValue(r) {
+				text := h.leakAt(x, key, reads)
+				if text == "" {
+					continue
+				}
+				id := key + "\x00" + valueID(reads[0].value)
+				if l := leaks[id]; l != nil {
+					l.last, l.n = r, l.n+1
+					continue
+				}
+				leaks[id] = &leak{first: r, last: r, n: 1, text: text}
+				order = append(order, id)
 			}
-			text := h.leakAt(x, key, s)
-			if text == "" {
-				continue
-			}
-			id := key + "\x00" + s.value
-			if v, err := ParseValue(s.value); err == nil {
-				id = key + "\x00" + v.Base()
-			}
-			if l := leaks[id]; l != nil {
-				l.last, l.n = s, l.n+1
-				continue
-			}
-			leaks[id] = &leak{first: s, last: s, n: 1, text: text}
-			order = append(order, id)
 		}
 	}
 	var out []string
@@ -619,43 +721,89 @@ func (h *history) checkLeaks(x historyIndex) []string {
 		l := leaks[id]
 		key, _, _ := strings.Cut(id, "\x00")
 		out = append(out, fmt.Sprintf("%s (seen in %d samples from %v to %v)\n\tsamples:%s",
-			l.text, l.n, ms(l.first.call), ms(l.last.ret), h.timeline(key, l.first.call-historyLeakBound, l.last.ret+time.Second)))
+			l.text, l.n, ms(l.first.call()), ms(l.last.ret()), h.timeline(key, l.first.call()-historyLeakBound, l.last.ret()+time.Second)))
 	}
 	return out
 }
 
-// leakAt says what is wrong with the value sample s found in key, or "".
-func (h *history) leakAt(x historyIndex, key string, s sample) string {
+// valueID names what a value belongs to: a Lock's value, or a re-entrant owner's value
+// whatever its count.
+func valueID(value string) string {
+	if v, err := ParseValue(value); err == nil {
+		return v.Base()
+	}
+	return value
+}
+
+// byValue splits the reads of round r that found a value by valueID, in instance order.
+func byValue(r sampleRound) []sampleRound {
+	var out []sampleRound
+	for _, s := range r {
+		if s.value == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(g sampleRound) bool { return valueID(g[0].value) == valueID(s.value) })
+		if i < 0 {
+			out = append(out, sampleRound{s})
+		} else {
+			out[i] = append(out[i], s)
+		}
+	}
+	return out
+}
+
+// leakAt says what is wrong with the value that the reads of one round found (each read
+// finds it, on its instance), or "". A leak must be on a quorum of the instances, each of
+// them without a fault that excuses it.
+func (h *history) leakAt(x historyIndex, key string, reads sampleRound) string {
+	s := reads[0]
 	w := x.writer(s.value)
 	if w == nil {
 		return fmt.Sprintf("%s held %q at %v, which no operation wrote", key, s.value, ms(s.call))
 	}
-	v, _ := ParseValue(s.value)
 	if !w.reentrant {
-		if w.invoke <= s.ret && s.call <= w.end()+historyLeakBound {
+		if w.releaseFailed() {
 			return ""
 		}
-		if h.excused(w.end()-500*time.Millisecond, w.end()+historyLeakBound) {
+		var leaked sampleRound
+		for _, s := range reads {
+			if !(w.invoke <= s.ret && s.call <= w.end()+historyLeakBound) && !h.excused(s.instance, w.end()-500*time.Millisecond, w.end()+historyLeakBound) {
+				leaked = append(leaked, s)
+			}
+		}
+		if len(leaked) < h.quorum {
 			return ""
 		}
-		return fmt.Sprintf("%s held %q at %v, %v after its operation ended\n\t%v",
-			key, s.value, ms(s.call), ms(s.call-w.end()), w)
+		s = leaked[0]
+		return fmt.Sprintf("%s held %q at %v%s, %v after its operation ended\n\t%v",
+			key, s.value, ms(s.call), h.onInstances(leaked), ms(s.call-w.end()), w)
 	}
 	// Levels of the owner the key may still count: Obtains begun by then whose Lock was
-	// released (or whose failure came) at most the bound before.
+	// released (or whose failure came) at most the bound before, or whose Release failed.
 	ops := x.byOwnerKey[w.owner+"\x00"+key]
-	var may []*historyOp
-	for _, o := range ops {
-		if o.invoke <= s.ret && s.call <= o.end()+historyLeakBound {
-			may = append(may, o)
+	may := func(s sample) int {
+		n := 0
+		for _, o := range ops {
+			if o.invoke <= s.ret && (s.call <= o.end()+historyLeakBound || o.releaseFailed()) {
+				n++
+			}
+		}
+		return n
+	}
+	var over sampleRound
+	for _, s := range reads {
+		if v, _ := ParseValue(s.value); v.Count > may(s) && !h.excused(s.instance, w.invoke-500*time.Millisecond, s.call) {
+			over = append(over, s)
 		}
 	}
-	if v.Count <= len(may) || h.excused(w.invoke-500*time.Millisecond, s.call) {
+	if len(over) < h.quorum {
 		return ""
 	}
+	s = over[0]
+	v, _ := ParseValue(s.value)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s held %q (count %d) at %v, but at most %d levels of %s could be held then; its levels around then:",
-		key, s.value, v.Count, ms(s.call), len(may), w.owner)
+	fmt.Fprintf(&b, "%s held %q (count %d) at %v%s, but at most %d levels of %s could be held then; its levels around then:",
+		key, s.value, v.Count, ms(s.call), h.onInstances(over), may(s), w.owner)
 	for _, o := range ops {
 		if o.end() >= s.call-historyLeakBound-5*time.Second && o.invoke <= s.ret {
 			fmt.Fprintf(&b, "\n\t%v", o)
@@ -664,11 +812,23 @@ func (h *history) leakAt(x historyIndex, key string, s sample) string {
 	return b.String()
 }
 
-// excused tells whether a server fault that may keep a value past its clean-up overlapped
-// [from, to].
-func (h *history) excused(from, to time.Duration) bool {
+// onInstances names the instances of reads for a report ("" with one server).
+func (h *history) onInstances(reads sampleRound) string {
+	if h.instances == 1 {
+		return ""
+	}
+	var names []string
+	for _, s := range reads {
+		names = append(names, strings.TrimSpace(h.instanceName(s.instance)))
+	}
+	return " on " + strings.Join(names, ", ")
+}
+
+// excused tells whether a server fault of instance that may keep a value past its clean-up
+// overlapped [from, to].
+func (h *history) excused(instance int, from, to time.Duration) bool {
 	for _, f := range h.faults {
-		if f.excuses() && f.start <= to && f.end >= from {
+		if f.instance == instance && f.excuses() && f.start <= to && f.end >= from {
 			return true
 		}
 	}
@@ -708,7 +868,7 @@ func (h *history) checkReleaseBound() []string {
 		if o.err != nil {
 			continue
 		}
-		bound := historyReleaseBound + 500*time.Millisecond // held replies, retries, scheduling
+		bound := h.releaseBound + 500*time.Millisecond // held replies, retries, scheduling
 		if o.watchdog {
 			bound += o.ttl / 3
 		}

@@ -1,6 +1,7 @@
 package locklib
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,26 +28,116 @@ import (
 // LOCKLIB_HISTORY sets the duration (default 25s, 8s with -short; `make soak` runs 10m),
 // LOCKLIB_HISTORY_SEED the seed of every random choice (logged; timing still varies).
 func TestHistory(t *testing.T) {
-	dur, seed := historyParams(t)
+	dur, seed := historyParams(t, 25*time.Second, 8*time.Second)
+	runHistory(t, dur, seed, historySetup{
+		instances: 1,
+		keys:      []string{"lock:history:0", "lock:history:1", "lock:history:2"},
+		faults:    []redistest.RandomFaults{historyFaults},
+		trySweeps: 0.15,
+		newClient: func(_ *testing.T, rdbs []redis.UniversalClient, node string) *Client {
+			return New(rdbs[0], WithNode(node))
+		},
+		fenced:       true,
+		releaseBound: historyReleaseBound,
+	})
+}
+
+// historyInstanceTimeout is TestHistoryRedlock's per-instance timeout. The default, 5 ms +
+// ttl/20 (10-20 ms for the ttls up to 300 ms here, 250 ms for Release and the undo of an
+// attempt), is shorter than go-redis's back-off before it sends a request again after a lost
+// reply (8 ms and up), plus a new connection, under -race on a loaded 2-core machine: most
+// re-sent SETs and scripts then answer after their attempt was decided, and the paths that
+// must treat a request run twice as once are rarely taken (a SET NX sent twice was caught
+// in 1 of 3 40 s runs with the default, 3 of 3 with 150 ms). With 150 ms an instance that
+// answers at all nearly always answers in time, and a stalled one still costs an operation
+// little. It is also Release's bound: a Release waits for each instance at most this long.
+// (The validity, not this timeout, fails an attempt on a 100 ms ttl whose quorum answered
+// late.)
+const historyInstanceTimeout = 150 * time.Millisecond
+
+// TestHistoryRedlock is TestHistory for Redlock (NewRedlock over three redis-servers): the
+// same workload, faults on the connections to every instance, and stalls and restarts of
+// one instance at a time (a minority). Every key is read on every instance in sample rounds,
+// and the checks are the Redlock forms of TestHistory's: porcupine without fencing tokens
+// (Redlock has none), validity against a majority of the instances, leaks of values held
+// on a majority (a stale key on a minority until its TTL is documented, docs/redlock.md),
+// Release's bound (one instance timeout), results. Same variables as TestHistory; the
+// default duration is 15s (5s with -short).
+func TestHistoryRedlock(t *testing.T) {
+	dur, seed := historyParams(t, 15*time.Second, 5*time.Second)
+	// A plain attempt whose SET NX was sent again after a lost reply on two of the three
+	// instances finds its own value on a majority, and must count it as taken. That takes
+	// two lost replies (p²) in one attempt that finds the key free, which the TryObtain
+	// sweeps mostly do: at TestHistory's rates a 40 s run met it about once, so SETs lose
+	// more replies and sweeps come twice as often.
+	sets := historyFaults
+	sets.Match, sets.LostReply = isSet, 0.4
+	runHistory(t, dur, seed, historySetup{
+		instances: 3,
+		keys:      []string{"lock:history:0", "lock:history:1"},
+		faults:    []redistest.RandomFaults{sets, historyFaults},
+		trySweeps: 0.3,
+		newClient: func(t *testing.T, rdbs []redis.UniversalClient, node string) *Client {
+			// Scripts loaded and connections open before the history starts: the first
+			// attempts would otherwise time out on dialing and NOSCRIPT.
+			(&redlockFixture{clients: rdbs}).warmUp(t)
+			c, err := NewRedlock(rdbs, WithNode(node), WithInstanceTimeout(historyInstanceTimeout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+		releaseBound: historyInstanceTimeout,
+	})
+}
+
+// historyFaults are the connection faults of the histories: lost and held replies (go-redis
+// sends a request again after a lost one), lost requests, latency.
+var historyFaults = redistest.RandomFaults{LostReply: 0.05, LostRequest: 0.01, HeldReply: 0.06,
+	HoldMax: 250 * time.Millisecond, Delay: 2 * time.Millisecond}
+
+func isSet(cmd []string) bool { return cmd[0] == "set" }
+
+// historySetup is what TestHistory and TestHistoryRedlock do differently.
+type historySetup struct {
+	instances int                      // redis-servers the locks live on: 1, or Redlock's N
+	keys      []string                 // for sessions; TryObtain sweeps also use historyTryKey
+	faults    []redistest.RandomFaults // redistest.Faults.SetRandom
+	trySweeps float64                  // the share of a worker's rounds that are TryObtain sweeps
+	// newClient makes a lock Client over one go-redis client per instance.
+	newClient    func(t *testing.T, rdbs []redis.UniversalClient, node string) *Client
+	fenced       bool          // the Locks carry fencing tokens
+	releaseBound time.Duration // Release's documented bound
+}
+
+// historyTryKey is used by TryObtain sweeps only, so it has no waiters (TryObtain never
+// jumps a wait queue, and the shared keys nearly always have one).
+const historyTryKey = "lock:history:try"
+
+// runHistory starts the servers, runs the workload, the samplers and the server faults for
+// dur, and checks the history.
+func runHistory(t *testing.T, dur time.Duration, seed uint64, setup historySetup) {
+	t.Helper()
 	// With AOF and fsync on every write a restart keeps the locks; without it a restart
 	// loses them all, which no lock library can prevent.
-	srv := redistest.Start(t, redistest.WithArgs("--appendonly", "yes", "--appendfsync", "always"))
-	if srv.Port == 6379 {
-		t.Fatal("redistest picked port 6379, Redis's default: refusing to run faults against it")
+	servers := redistest.StartN(t, setup.instances, redistest.WithArgs("--appendonly", "yes", "--appendfsync", "always"))
+	var clean []*redis.Client
+	for _, srv := range servers {
+		if srv.Port == 6379 {
+			t.Fatal("redistest picked port 6379, Redis's default: refusing to run faults against it")
+		}
+		c := srv.Client()
+		checkRestartKeepsKeys(t, srv, c)
+		clean = append(clean, c)
 	}
-	clean := srv.Client()
-	checkRestartKeepsKeys(t, srv, clean)
 
 	rng := rand.New(rand.NewPCG(seed, 1))
 	faults := redistest.NewFaults(seed)
-	faults.SetRandom(redistest.RandomFaults{LostReply: 0.05, LostRequest: 0.01, HeldReply: 0.06,
-		HoldMax: 250 * time.Millisecond, Delay: 2 * time.Millisecond})
+	faults.SetRandom(setup.faults...)
 
-	// Sessions use the shared keys; TryObtain sweeps also use tryKey, which has no waiters
-	// (TryObtain never jumps a wait queue, and the shared keys nearly always have one).
-	keys := []string{"lock:history:0", "lock:history:1", "lock:history:2"}
-	const tryKey = "lock:history:try"
-	h := &history{t0: time.Now(), samples: map[string][]sample{}}
+	keys := setup.keys
+	h := &history{t0: time.Now(), instances: len(servers), quorum: len(servers)/2 + 1, fenced: setup.fenced,
+		releaseBound: setup.releaseBound, samples: map[string][]sampleRound{}}
 	const clients, workersPerClient = 3, 4
 	var lockClients []*Client
 	var workers []*historyWorker
@@ -63,18 +154,23 @@ func TestHistory(t *testing.T) {
 			opts = append(opts, func(o *redis.Options) { o.MaxRetries = -1 })
 		}
 		// The last Client keeps go-redis's defaults, like most users.
-		c := New(srv.Client(opts...), WithNode("n"+strconv.Itoa(ci)))
+		var rdbs []redis.UniversalClient
+		for _, srv := range servers {
+			rdbs = append(rdbs, srv.Client(opts...))
+		}
+		c := setup.newClient(t, rdbs, "n"+strconv.Itoa(ci))
 		lockClients = append(lockClients, c)
 		for range workersPerClient {
 			id := len(workers)
 			workers = append(workers, &historyWorker{h: h, id: id, c: c, owner: fmt.Sprintf("c%dw%d", ci, id),
-				keys: keys, tryKeys: append(slices.Clone(keys), tryKey), rng: rand.New(rand.NewPCG(seed, uint64(id)+100))})
+				keys: keys, tryKeys: append(slices.Clone(keys), historyTryKey), trySweeps: setup.trySweeps,
+				rng: rand.New(rand.NewPCG(seed, uint64(id)+100))})
 		}
 	}
 
 	sampling, stopSampling := context.WithCancel(context.Background())
 	var samplers sync.WaitGroup
-	for _, key := range append(slices.Clone(keys), tryKey) {
+	for _, key := range append(slices.Clone(keys), historyTryKey) {
 		samplers.Add(1)
 		go func() {
 			defer samplers.Done()
@@ -92,7 +188,7 @@ func TestHistory(t *testing.T) {
 
 	// On the test goroutine: redistest fails tests with Fatal. The probe Client has go-redis's
 	// default options, like most users.
-	h.injectServerFaults(srv, lockClients[clients-1], rng, dur)
+	h.injectServerFaults(servers, lockClients[clients-1], rng, dur)
 	running.Wait()
 	// A value left behind near the end needs the leak bound to pass before it shows.
 	time.Sleep(historyLeakBound + 500*time.Millisecond)
@@ -107,11 +203,10 @@ func TestHistory(t *testing.T) {
 	h.check(t, seed, faults.Stats())
 }
 
-func historyParams(t *testing.T) (time.Duration, uint64) {
+func historyParams(t *testing.T, dur, short time.Duration) (time.Duration, uint64) {
 	t.Helper()
-	dur := 25 * time.Second
 	if testing.Short() {
-		dur = 8 * time.Second
+		dur = short
 	}
 	if s := os.Getenv("LOCKLIB_HISTORY"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -158,11 +253,15 @@ func lockDeadline(l *Lock) time.Time {
 
 // history is what the run recorded. Times are monotonic durations since t0.
 type history struct {
-	t0 time.Time
+	t0           time.Time
+	instances    int // redis-servers: 1, or Redlock's N
+	quorum       int // instances that hold a lock: 1, or N/2+1
+	fenced       bool
+	releaseBound time.Duration
 
 	mu      sync.Mutex
 	ops     []*historyOp
-	samples map[string][]sample
+	samples map[string][]sampleRound
 	faults  []serverFault
 }
 
@@ -214,15 +313,39 @@ func (r refreshCall) String() string {
 
 func (o *historyOp) trace() string { return "h" + strconv.Itoa(o.id) }
 
-// sample is one GET and PTTL of a key by the clean client.
+// sample is one GET and PTTL of a key on one instance by a clean client.
 type sample struct {
+	instance  int
 	call, ret time.Duration
 	value     string // "" when the key does not exist
 	pttl      time.Duration
+	at        time.Time // the server's clock when it read the key (TIME, same transaction)
 }
 
-// serverFault is a window in which the server was stalled (SIGSTOP) or down (restart).
+// sampleRound is one key read on every instance at once: the reads that answered, by
+// instance (a server down or stalled past the round has none).
+type sampleRound []sample
+
+func (r sampleRound) call() time.Duration {
+	return slices.MinFunc(r, func(a, b sample) int { return cmp.Compare(a.call, b.call) }).call
+}
+
+func (r sampleRound) ret() time.Duration {
+	return slices.MaxFunc(r, func(a, b sample) int { return cmp.Compare(a.ret, b.ret) }).ret
+}
+
+// spread is how far apart the instances ran the reads, by their own clocks: they all run on
+// this machine, so the clocks are one.
+func (r sampleRound) spread() time.Duration {
+	first := slices.MinFunc(r, func(a, b sample) int { return a.at.Compare(b.at) }).at
+	last := slices.MaxFunc(r, func(a, b sample) int { return a.at.Compare(b.at) }).at
+	return last.Sub(first)
+}
+
+// serverFault is a window in which one server was stalled (SIGSTOP) or down (restart).
 type serverFault struct {
+	instance   int
+	server     string // the instance's name in reports; "" when there is one server
 	start, end time.Duration
 	restart    bool
 }
@@ -234,15 +357,24 @@ func (f serverFault) excuses() bool { return f.restart || f.end-f.start > time.S
 
 func (f serverFault) String() string {
 	if f.restart {
-		return fmt.Sprintf("restart %v..%v", ms(f.start), ms(f.end))
+		return fmt.Sprintf("%srestart %v..%v", f.server, ms(f.start), ms(f.end))
 	}
-	return fmt.Sprintf("stall %v..%v (%v)", ms(f.start), ms(f.end), ms(f.end-f.start))
+	return fmt.Sprintf("%sstall %v..%v (%v)", f.server, ms(f.start), ms(f.end), ms(f.end-f.start))
 }
 
-// injectServerFaults stalls the server now and then and rarely restarts it, until dur.
-// Stalls are mostly short: one over a second excuses the leaks around it. About every 20 s
-// one stall is long, past Release's 2 s bound, and a probe Lock is released during it.
-func (h *history) injectServerFaults(srv *redistest.Server, probe *Client, rng *rand.Rand, dur time.Duration) {
+// instanceName names instance i in reports: "" when there is one server.
+func (h *history) instanceName(i int) string {
+	if h.instances == 1 {
+		return ""
+	}
+	return "r" + strconv.Itoa(i) + " "
+}
+
+// injectServerFaults stalls a server now and then and rarely restarts it, until dur; one at
+// a time, so with Redlock always a minority. Stalls are mostly short: one over a second
+// excuses the leaks around it. About every 20 s one stall is long, past Release's 2 s bound,
+// and a probe Lock is released during it.
+func (h *history) injectServerFaults(servers []*redistest.Server, probe *Client, rng *rand.Rand, dur time.Duration) {
 	nextLong := randDur(rng, 3*time.Second, 15*time.Second)
 	for {
 		wait := randDur(rng, time.Second, 4*time.Second)
@@ -251,7 +383,12 @@ func (h *history) injectServerFaults(srv *redistest.Server, probe *Client, rng *
 			return
 		}
 		time.Sleep(wait)
-		f := serverFault{start: h.now()}
+		i := 0
+		if len(servers) > 1 { // no draw for one server: its seeds keep their choices
+			i = rng.IntN(len(servers))
+		}
+		srv := servers[i]
+		f := serverFault{instance: i, server: h.instanceName(i), start: h.now()}
 		switch p := rng.Float64(); {
 		case p < 0.1:
 			f.restart = true
@@ -278,9 +415,10 @@ func (h *history) stall(srv *redistest.Server, d time.Duration) {
 	srv.Resume()
 }
 
-// stallReleasing stalls the server for d while a Lock taken just before is released:
-// Release promises to return within 2 s whatever the server does. The Lock is recorded on
-// a key nobody samples, so only the Release bound checks it.
+// stallReleasing stalls srv for d while a Lock taken just before is released: Release
+// promises to return within its bound whatever the server does (2 s; Redlock's, with a
+// minority stalled, one instance timeout). The Lock is recorded on a key nobody samples, so
+// only the Release bound checks it.
 func (h *history) stallReleasing(srv *redistest.Server, c *Client, d time.Duration) {
 	op := &historyOp{worker: -1, key: "lock:history:probe", ttl: 10 * time.Second, timeout: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), op.timeout)
@@ -310,39 +448,63 @@ func (h *history) stallReleasing(srv *redistest.Server, c *Client, d time.Durati
 	h.mu.Unlock()
 }
 
-// sample reads key every 10-20 ms until ctx ends. Failed reads (server down) are skipped.
-func (h *history) sample(ctx context.Context, rdb *redis.Client, key string) {
-	var out []sample
+// sample reads key on every instance (rdbs, by instance) at once every 10-20 ms until ctx
+// ends. Failed reads (server down) are left out of their round.
+func (h *history) sample(ctx context.Context, rdbs []*redis.Client, key string) {
+	var out []sampleRound
 	defer func() {
 		h.mu.Lock()
 		h.samples[key] = out
 		h.mu.Unlock()
 	}()
+	reads, ok := make([]sample, len(rdbs)), make([]bool, len(rdbs))
 	for ctx.Err() == nil {
-		var get *redis.StringCmd
-		var pttl *redis.DurationCmd
-		call := h.now()
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			get, pttl = p.Get(ctx, key), p.PTTL(ctx, key)
-			return nil
-		})
-		ret := h.now()
-		if err := get.Err(); err == nil || errors.Is(err, redis.Nil) {
-			out = append(out, sample{call: call, ret: ret, value: get.Val(), pttl: pttl.Val()})
+		var wg sync.WaitGroup
+		for i, rdb := range rdbs {
+			wg.Go(func() { reads[i], ok[i] = h.read(ctx, rdb, i, key) })
+		}
+		wg.Wait()
+		var round sampleRound
+		for i := range reads {
+			if ok[i] {
+				round = append(round, reads[i])
+			}
+		}
+		if len(round) > 0 {
+			out = append(out, round)
 		}
 		time.Sleep(10*time.Millisecond + rand.N(10*time.Millisecond))
 	}
 }
 
+// read is one GET and PTTL of key on instance i, in a transaction with TIME: the server runs
+// the three at one instant, so the read's time on the server's clock is known.
+func (h *history) read(ctx context.Context, rdb *redis.Client, i int, key string) (sample, bool) {
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	var clock *redis.TimeCmd
+	call := h.now()
+	_, _ = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get, pttl, clock = p.Get(ctx, key), p.PTTL(ctx, key), p.Time(ctx)
+		return nil
+	})
+	ret := h.now()
+	if err := get.Err(); err != nil && !errors.Is(err, redis.Nil) || clock.Err() != nil {
+		return sample{}, false
+	}
+	return sample{instance: i, call: call, ret: ret, value: get.Val(), pttl: pttl.Val(), at: clock.Val()}, true
+}
+
 // historyWorker runs random lock sessions with one Client as one owner.
 type historyWorker struct {
-	h       *history
-	id      int
-	c       *Client
-	owner   string
-	keys    []string // for sessions
-	tryKeys []string // for TryObtain sweeps
-	rng     *rand.Rand
+	h         *history
+	id        int
+	c         *Client
+	owner     string
+	keys      []string // for sessions
+	tryKeys   []string // for TryObtain sweeps
+	trySweeps float64  // the share of rounds that are sweeps
+	rng       *rand.Rand
 }
 
 // heldLock is a Lock with its record and the goroutine that watches Lost().
@@ -354,7 +516,7 @@ type heldLock struct {
 
 func (w *historyWorker) run(dur time.Duration) {
 	for w.h.now() < dur {
-		if w.rng.Float64() < 0.15 {
+		if w.rng.Float64() < w.trySweeps {
 			w.trySweep()
 		} else {
 			w.session(w.keys[w.rng.IntN(len(w.keys))])

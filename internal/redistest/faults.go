@@ -33,7 +33,7 @@ import (
 type Faults struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
-	random RandomFaults
+	random []RandomFaults
 	rules  []*faultRule
 	stats  FaultStats
 }
@@ -121,11 +121,13 @@ func (f *Faults) Options(o *redis.Options) {
 	}
 }
 
-// SetRandom replaces the random faults (the zero value turns them off).
-func (f *Faults) SetRandom(r RandomFaults) {
+// SetRandom replaces the random faults (none, or the zero value, turns them off). A command
+// gets the faults of the first of rs whose Match matches it, and waits its Delay (the first
+// one's when none matches), so that some commands can fail more often than others.
+func (f *Faults) SetRandom(rs ...RandomFaults) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.random = r
+	f.random = rs
 }
 
 // DropReply loses the reply of the next command matching match after the server ran it; the
@@ -171,9 +173,24 @@ func (f *Faults) add(r *faultRule) <-chan struct{} {
 func (f *Faults) decide(cmd []string) (faultKind, <-chan struct{}, time.Duration, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var random RandomFaults
+	matched := false
+	for _, r := range f.random {
+		match := r.Match
+		if match == nil {
+			match = IsWrite
+		}
+		if match(cmd) {
+			random, matched = r, true
+			break
+		}
+	}
+	if !matched && len(f.random) > 0 {
+		random = f.random[0] // for its Delay only
+	}
 	var delay time.Duration
-	if f.random.Delay > 0 {
-		delay = time.Duration(f.rng.Int64N(int64(f.random.Delay)))
+	if random.Delay > 0 {
+		delay = time.Duration(f.rng.Int64N(int64(random.Delay)))
 	}
 	for i, r := range f.rules {
 		if r.match(cmd) {
@@ -186,23 +203,19 @@ func (f *Faults) decide(cmd []string) (faultKind, <-chan struct{}, time.Duration
 			return r.kind, r.until, delay, 0
 		}
 	}
-	match := f.random.Match
-	if match == nil {
-		match = IsWrite
-	}
-	if !match(cmd) {
+	if !matched {
 		return faultNone, nil, delay, 0
 	}
 	switch p := f.rng.Float64(); {
-	case p < f.random.LostReply:
+	case p < random.LostReply:
 		f.count(faultLostReply)
 		return faultLostReply, nil, delay, 0
-	case p < f.random.LostReply+f.random.LostRequest:
+	case p < random.LostReply+random.LostRequest:
 		f.count(faultLostRequest)
 		return faultLostRequest, nil, delay, 0
-	case p < f.random.LostReply+f.random.LostRequest+f.random.HeldReply && f.random.HoldMax > 0:
+	case p < random.LostReply+random.LostRequest+random.HeldReply && random.HoldMax > 0:
 		f.count(faultHeldReply)
-		return faultHeldReply, nil, delay, time.Duration(f.rng.Int64N(int64(f.random.HoldMax)))
+		return faultHeldReply, nil, delay, time.Duration(f.rng.Int64N(int64(random.HoldMax)))
 	}
 	return faultNone, nil, delay, 0
 }
