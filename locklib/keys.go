@@ -28,9 +28,10 @@ func WaitPresenceKey(key string) string { return companionKey("waitp:", key) }
 // the lock key: a tool that extends or deletes a re-entrant lock does the same to it.
 func LevelsKey(key string) string { return companionKey("levels:", key) }
 
-// EndedKey is the key of the operations on lock key that ended in the last 10 s (a sorted
-// set scored by the unix ms until which it remembers each): a copy of a request that go-redis
-// sent again finds its operation there and changes nothing (docs/locklib.md).
+// EndedKey is the key of the last operations on lock key that ended (a sorted set of up to
+// 1,024, scored by the unix ms when each ended; it goes 10 s after the last): a copy of a
+// request that go-redis sent again finds its operation there and changes nothing
+// (docs/locklib.md).
 func EndedKey(key string) string { return companionKey("ended:", key) }
 
 func companionKey(prefix, key string) string {

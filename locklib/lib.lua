@@ -15,9 +15,10 @@
 
 local EVENTS = 'lockscope:events' -- locklib.EventsChannel
 local WAKE = 'lockscope:wake:'    -- + client id: where a client's waiters are woken
--- The ended set (locklib.EndedKey) remembers the operations that ended on a key for
--- ENDED_MS (score: the server's unix ms until which it remembers one): a late copy of a
--- request of one of them changes nothing.
+-- The ended set (locklib.EndedKey) remembers the last ENDED_MAX operations that ended on a
+-- key (score: the server's unix ms when it ended), and goes ENDED_MS after the last of them:
+-- a late copy of a request of one of them changes nothing.
+local ENDED_MAX = 1024
 local ENDED_MS = 10000
 
 -- checkTypes fails the script, before it wrote anything, when a key of pairs (key, expected
@@ -39,9 +40,7 @@ local function nowMs()
 end
 
 -- The ended set holds op when op's release succeeded, op .. '!' when op ended otherwise
--- (its Obtain gave up, or its release found the lock gone). Entries whose time is up are
--- dropped by the next finish; until then they still count, which is harmless: operation
--- ids are never reused.
+-- (its Obtain gave up, or its release found the lock gone).
 
 -- released reports whether operation op's release succeeded lately.
 local function released(done, op)
@@ -58,9 +57,9 @@ end
 -- without undoing that change.
 local function finish(done, entry)
   pcall(function()
-    local now = nowMs()
-    redis.call('ZREMRANGEBYSCORE', done, '-inf', now)
-    redis.call('ZADD', done, now + ENDED_MS, entry)
+    if redis.call('ZADD', done, nowMs(), entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
+      redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
+    end
     redis.call('PEXPIRE', done, ENDED_MS)
   end)
 end
