@@ -28,6 +28,10 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	defer withEvents.Close()
 	noEvents := New(srv.Client(), WithEvents(false))
 	defer noEvents.Close()
+	// A go-redis client that ends reads at the context's deadline lets Release call it
+	// directly; with the default options Release's 2 s bound takes a goroutine (callBounded).
+	ctxTimeouts := New(srv.Client(func(o *redis.Options) { o.ContextTimeoutEnabled = true }))
+	defer ctxTimeouts.Close()
 
 	var buf [8]byte
 	raw := func() {
@@ -64,8 +68,8 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	variants := []func(){raw, cycle(withEvents), cycle(noEvents), scriptsOnly}
-	var spent [4]time.Duration
+	variants := []func(){raw, cycle(withEvents), cycle(noEvents), scriptsOnly, cycle(ctxTimeouts)}
+	var spent [5]time.Duration
 	for _, v := range variants { // warm up connections and script caches
 		v()
 	}
@@ -85,4 +89,5 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	b.ReportMetric(per(1)/per(0), "locklib/raw")
 	b.ReportMetric(per(2)/per(0), "noevents/raw")
 	b.ReportMetric(per(3)/per(0), "scripts/raw")
+	b.ReportMetric(per(4)/per(0), "ctxtimeouts/raw")
 }
