@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise the module version.
+// version is set at build time with -ldflags "-X github.com/lockscope/lockscope/cli.version=..."; otherwise the module version.
 var version = ""
 
 func newVersionCmd() *cobra.Command {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// TestMain of the root package: the end-to-end tests share one lockscope binary built on first
+// TestMain of package cli: the end-to-end tests share one lockscope binary built on first
 // use (cliBinary) and removed here when the run ends.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -32,7 +32,7 @@ var (
 	binErr  error
 )
 
-// cliBinary builds the lockscope binary once per test run (go build -o <tmpdir>/lockscope .)
+// cliBinary builds the lockscope binary once per test run (go build -o <tmpdir>/lockscope github.com/lockscope/lockscope)
 // and returns its path.
 func cliBinary(t testing.TB) string {
 	t.Helper()
@@ -42,7 +42,7 @@ func cliBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "lockscope")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockscope/lockscope").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

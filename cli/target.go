@@ -1,4 +1,4 @@
-package main
+package cli
 
 // target.go turns the shared connection flags (flags.go) into a scanner.Target and classifies
 // connection errors into one clear line and a documented exit code (docs/cli.md).
