@@ -36,7 +36,7 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 	}
 	if err == nil && p.discover {
 		if err = p.joinCompanions(ctx, c.Locks); err != nil && !isReply(err) {
-			err = fmt.Errorf("%w: reading fence and wait-queue keys: %v", ErrUnreachable, err)
+			err = fmt.Errorf("%w: reading fence and wait-queue keys: %w", ErrUnreachable, err)
 		}
 		c.Warnings = p.summaryWarnings()
 	}

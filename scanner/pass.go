@@ -408,7 +408,7 @@ func (p *pass) summary(ctx context.Context, err error) (Census, error) {
 	case ctx.Err() != nil:
 		return c, ctx.Err()
 	case len(c.Missing) > 0 && len(c.Missing) >= servers:
-		return c, fmt.Errorf("%w: %v", ErrUnreachable, why)
+		return c, fmt.Errorf("%w: %w", ErrUnreachable, why)
 	}
 	return c, nil
 }

@@ -133,7 +133,7 @@ func (s *Scanner) Get(ctx context.Context, key string) (Lock, error) {
 	}
 	locks := make([]Lock, 1)
 	if err := s.readLocks(ctx, []string{key}, readers, newReaders(readers), p, locks); err != nil {
-		return Lock{Key: key}, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return Lock{Key: key}, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	if locks[0].Key != "" {
 		return locks[0], nil
@@ -174,7 +174,7 @@ func (s *Scanner) readersFor(ctx context.Context, key string) ([]server, error) 
 	}
 	node, err := cc.MasterForKey(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return []server{{addr: node.Options().Addr, rdb: cc}}, nil
 }
