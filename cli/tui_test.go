@@ -96,6 +96,38 @@ func (s *tuiSession) waitFor(what string, timeout time.Duration, ok func(screen 
 	}
 }
 
+// typeConfirmation types key into a freshly opened dialog's input. The dialog drops keys for
+// its first moments (ui's input guard), so text typed too early may be lost in part: it
+// retypes until the line under the prompt shows exactly key, instead of sleeping for a
+// guessed time.
+func (s *tuiSession) typeConfirmation(key string) {
+	s.t.Helper()
+	const prompt = "Type its key to confirm:"
+	shown := func(scr string) bool {
+		lines := strings.Split(scr, "\n")
+		for i, ln := range lines {
+			if strings.Contains(ln, prompt) && i+1 < len(lines) {
+				return strings.Contains(lines[i+1], key)
+			}
+		}
+		return false
+	}
+	for range 20 {
+		s.typeText(key)
+		deadline := time.Now().Add(time.Second)
+		for time.Now().Before(deadline) {
+			if shown(s.screen()) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for range len(key) {
+			s.keys("BSpace")
+		}
+	}
+	s.t.Fatalf("the dialog never showed %q as typed; screen:\n%s", key, s.screen())
+}
+
 func (s *tuiSession) waitForText(text string, timeout time.Duration) string {
 	s.t.Helper()
 	return s.waitFor(strconv.Quote(text), timeout, func(scr string) bool { return strings.Contains(scr, text) })
@@ -169,8 +201,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	// Force-release it through the dialog: it has a minute left, so the key must be typed.
 	s.keys("d")
 	s.waitForText("Type its key to confirm", 5*time.Second)
-	time.Sleep(500 * time.Millisecond) // the dialog ignores keys for its first 400 ms
-	s.typeText("lock:e2e:order")
+	s.typeConfirmation("lock:e2e:order")
 	s.keys("Tab", "Enter")
 	s.waitForText("released lock:e2e:order", 10*time.Second)
 	n, err := srv.Client().Exists(context.Background(), "lock:e2e:order").Result()

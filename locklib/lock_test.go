@@ -160,23 +160,28 @@ func TestReleaseWithCancelledContext(t *testing.T) {
 func TestWatchdogKeepsLockAndStopsAtCap(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t, 10*time.Second)
-	const ttl = 150 * time.Millisecond
-	var renewals atomic.Int32
+	const ttl = 300 * time.Millisecond
+	var renewals, failures atomic.Int32
 	c, rdb := newTestClient(t, srv, WithObserver(ObserverFunc(func(o Observation) {
-		if o.Type == EventRenewed {
+		switch o.Type {
+		case EventRenewed:
 			renewals.Add(1)
+		case EventRenewFailed:
+			failures.Add(1)
 		}
 	})))
-	l := mustObtain(t, c, ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(8))
-	// 8 renewals at ttl/3 keep it until about 8*ttl/3 + ttl = 550ms.
+	l := mustObtain(t, c, ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(4))
+	// 4 renewals at ttl/3 keep it until about 4*ttl/3 + ttl = 700ms.
 	time.Sleep(2 * ttl)
 	if got := rdb.Get(ctx, "lock:dog").Val(); got != l.Value() {
 		t.Fatalf("after 2 TTLs the key holds %q, want ours", got)
 	}
 	waitLost(t, l, 5*time.Second, "after the watchdog's cap", ErrLost, ErrValidityPassed)
 	waitGone(t, rdb, "lock:dog", time.Second) // the local deadline comes first, by the RTT
-	if n := renewals.Load(); n != 8 {
-		t.Fatalf("%d renewals, want the cap of 8", n)
+	// A renewal that a loaded machine answers too late fails and does not count, so the
+	// exact count is only certain when none failed; the cap holds either way.
+	if n, f := renewals.Load(), failures.Load(); n > 4 || (f == 0 && n != 4) {
+		t.Fatalf("%d renewals (%d failed), want the cap of 4", n, f)
 	}
 	if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("release after expiry: %v", err)

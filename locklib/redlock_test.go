@@ -98,7 +98,9 @@ func TestRedlockThreeOfFiveKilled(t *testing.T) {
 	for _, s := range f.servers[:3] {
 		s.Kill()
 	}
-	ctx := testCtx(t, 20*time.Second)
+	// A failure that waited for the context would take its full minute: the 15 s ceiling
+	// below tells the two apart on any machine, however loaded.
+	ctx := testCtx(t, time.Minute)
 	begin := time.Now()
 	_, err := c.Obtain(ctx, "lock:rl:three", 2*time.Second)
 	// ErrBackend only: the switch in docs/locklib.md tests ErrNotObtained first, and a
@@ -106,7 +108,7 @@ func TestRedlockThreeOfFiveKilled(t *testing.T) {
 	if errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrBackend) {
 		t.Fatalf("Obtain with 2 of 5 up: %v, want ErrBackend and not ErrNotObtained", err)
 	}
-	if took := time.Since(begin); took > 5*time.Second {
+	if took := time.Since(begin); took > 15*time.Second {
 		t.Fatalf("Obtain took %v to fail: want prompt, not a wait for the context", took)
 	}
 	if n := f.present(t, "lock:rl:three"); n != 0 {
@@ -116,26 +118,27 @@ func TestRedlockThreeOfFiveKilled(t *testing.T) {
 
 func TestRedlockOnePaused(t *testing.T) {
 	f := newRedlockFixture(t, 5)
+	// The frozen instance's client waits a minute for a reply, so a call that waited for it
+	// instead of the per-instance timeout (105ms here) would take the test's whole context:
+	// the 10 s ceilings below tell the two apart on any machine, however loaded.
+	f.clients[2] = f.servers[2].Client(func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = time.Minute, time.Minute })
 	c := f.client(t)
 	f.servers[2].Pause()
 	defer f.servers[2].Resume()
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testCtx(t, 30*time.Second)
 	begin := time.Now()
 	l, err := c.Obtain(ctx, "lock:rl:paused", 2*time.Second)
 	if err != nil {
 		t.Fatalf("Obtain with one instance frozen: %v", err)
 	}
-	// The instance stays frozen for the whole test: an attempt that waited for it (go-redis's
-	// own read timeout is 3s) would take seconds; one bounded by the per-instance timeout
-	// (105ms here) returns as soon as 3 of the 4 others answered.
-	if took := time.Since(begin); took > 1500*time.Millisecond {
+	if took := time.Since(begin); took > 10*time.Second {
 		t.Fatalf("Obtain took %v with one instance frozen", took)
 	}
 	begin = time.Now()
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release with one instance frozen: %v", err)
 	}
-	if took := time.Since(begin); took > time.Second {
+	if took := time.Since(begin); took > 10*time.Second {
 		t.Fatalf("Release took %v with one instance frozen", took)
 	}
 }
