@@ -2,9 +2,14 @@
 GO       ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test deps fmt-check vet unit fuzz bench soak
+.PHONY: test short deps fmt-check tidy-check lint vet unit fuzz bench soak
 
-test: deps fmt-check vet unit fuzz
+test: deps fmt-check tidy-check vet lint unit fuzz
+
+# The inner loop: every package's tests with -short (the slow end-to-end, soak-like and
+# million-key tests skip or shrink), well under a minute on 2 cores.
+short: deps
+	$(GO) test -race -short ./...
 
 deps:
 	@scripts/deps.sh
@@ -12,6 +17,17 @@ deps:
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum of both modules must be exactly what `go mod tidy` writes.
+tidy-check:
+	$(GO) mod tidy -diff
+	cd bench && $(GO) mod tidy -diff
+
+# staticcheck, pinned; `go run` fetches it from the module proxy once and caches it.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
+	cd bench && $(GO) run $(STATICCHECK) ./...
 
 vet:
 	$(GO) vet ./...

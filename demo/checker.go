@@ -40,19 +40,6 @@ type Counters struct {
 	Failovers         int64 `json:"failovers"`           // instances stopped and restarted empty
 }
 
-func (c *Counters) add(o Counters) {
-	c.Sections += o.Sections
-	c.Handoffs += o.Handoffs
-	c.Overlaps += o.Overlaps
-	c.StaleRejected += o.StaleRejected
-	c.ExpiredAfterCrash += o.ExpiredAfterCrash
-	c.LostSections += o.LostSections
-	c.ObtainErrors += o.ObtainErrors
-	c.Crashes += o.Crashes
-	c.Pauses += o.Pauses
-	c.Failovers += o.Failovers
-}
-
 // section is one critical section: from Obtain returning to Release.
 type section struct {
 	id       uint64

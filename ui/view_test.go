@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +131,7 @@ func TestResizeKeepsCursorVisible(t *testing.T) {
 			t.Fatalf("height %d: cursor %d outside window [%d,%d)", h, m.table.cursor, m.table.offset, m.table.offset+m.table.height)
 		}
 		if !strings.Contains(screen(m), "lock:queue") && m.table.height > 0 {
-			t.Fatal(fmt.Sprintf("height %d: the selected row is not on screen:\n%s", h, screen(m)))
+			t.Fatalf("height %d: the selected row is not on screen:\n%s", h, screen(m))
 		}
 	}
 }
