@@ -43,23 +43,6 @@ func TestMatcherSubstringIsCaseInsensitive(t *testing.T) {
 	}
 }
 
-func TestFormatDuration(t *testing.T) {
-	cases := map[time.Duration]string{
-		-time.Second:                     "0ms",
-		950 * time.Millisecond:           "950ms",
-		4290 * time.Millisecond:          "4.2s",
-		37 * time.Second:                 "37s",
-		12*time.Minute + 5*time.Second:   "12m05s",
-		3*time.Hour + 7*time.Minute:      "3h07m",
-		5*24*time.Hour + 2*time.Hour + 1: "5d02h",
-	}
-	for d, want := range cases {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func TestBarGlyphs(t *testing.T) {
 	cases := []struct {
 		frac float64
