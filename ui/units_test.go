@@ -100,6 +100,33 @@ func TestSafeRenderingOfHostileValues(t *testing.T) {
 	mustContain(t, ansi.Strip(out), `lock:\x1b[2Jevil`)
 }
 
+// The dialog, the notice and the event log escape what they show too (the notice and the log
+// get the key as read, escaped when drawn).
+func TestSafeRenderingOfHostileValuesInDialogNoticeAndLog(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	evil := scanner.Lock{
+		Key: "lock:\x1b[2Jevil", Format: scanner.FormatOpaque, Node: "n\x1b]0;pwned\x07", Value: "\x1b[31mred\r\n",
+		TTL: time.Minute, FetchedAt: t0,
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{evil}})
+	selectKey(t, m, evil.Key)
+	typeKeys(m, "d")
+	dialog := m.View().Content
+	m.dialog = nil
+	m.setNotice("releasing "+evil.Key+"…", false)
+	m.events.open = true
+	m.events.add(logEntry{at: t0, kind: "action", key: evil.Key, text: "released " + evil.Key})
+	screen := m.View().Content
+	for what, out := range map[string]string{"dialog": dialog, "notice and log": screen} {
+		if strings.Contains(out, "\x1b[2J") || strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\x07") || strings.Contains(out, "\r") {
+			t.Fatalf("%s: a value's escape sequence reached the terminal", what)
+		}
+	}
+	mustContain(t, ansi.Strip(dialog), `\x1b[31mred\r\n`) // the value, escaped once
+	mustContain(t, ansi.Strip(screen), `releasing lock:\x1b[2Jevil`)
+	mustContain(t, ansi.Strip(screen), `released lock:\x1b[2Jevil`)
+}
+
 func TestEntryFromEvent(t *testing.T) {
 	e := entryFromEvent(locklib.Event{Type: locklib.EventLost, Key: "lock:a", Node: "n1", Trace: "t", Token: 9,
 		HoldMs: 1500, Reason: "renewal refused", AtMs: t0.UnixMilli()})
