@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
-	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
 
@@ -77,16 +77,16 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord) error {
 	enc.SetEscapeHTML(false)
 	for _, r := range records {
 		j := auditJSON{
-			ID: r.ID, Operator: scanner.SafeText(r.Operator, 0), Action: string(r.Action),
-			Key: scanner.SafeText(r.Key, 0), Seen: scanner.SafeText(r.Seen, 0), Result: string(r.Result),
-			Reason: scanner.SafeText(r.Reason, 0), Sources: r.Sources,
+			ID: r.ID, Operator: present.SafeText(r.Operator, 0), Action: string(r.Action),
+			Key: present.SafeText(r.Key, 0), Seen: present.SafeText(r.Seen, 0), Result: string(r.Result),
+			Reason: present.SafeText(r.Reason, 0), Sources: r.Sources,
 		}
 		if !r.Time.IsZero() {
 			at := r.Time.UTC().Format(time.RFC3339Nano)
 			j.Time = &at
 		}
 		if r.Error != "" {
-			msg := scrub(scanner.SafeText(r.Error, 0))
+			msg := scrub(present.SafeText(r.Error, 0))
 			j.Error = &msg
 		}
 		if r.Action == actions.ActionExtend {
@@ -111,13 +111,13 @@ func writeAuditTable(w io.Writer, records []actions.AuditRecord) error {
 		if r.Action == actions.ActionExtend {
 			action += " " + r.TTL.String()
 		}
-		result := string(r.Result)
+		result := present.Safe(r.Result)
 		if r.Error != "" {
-			result += ": " + scrub(scanner.SafeText(r.Error, 60))
+			result = present.Sprintf("%s: %s", r.Result, present.Cut{Text: scrub(r.Error), Max: 60})
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339),
-			scanner.SafeText(r.Operator, 32), action, scanner.SafeText(r.Key, keyWidth), result,
-			orDash(scanner.SafeText(r.Reason, 40)), scanner.SafeText(r.Seen, 60))
+		fmt.Fprint(tw, present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339),
+			present.Cut{Text: r.Operator, Max: 32}, action, present.Cut{Text: r.Key, Max: keyWidth}, result,
+			present.Cut{Text: present.OrUnknown(r.Reason), Max: 40}, present.Cut{Text: r.Seen, Max: 60}))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,22 +1,17 @@
 package cli
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
-
-// Sort orders of ls (docs/cli.md).
-var lsSorts = []string{"key", "ttl", "age", "holder"}
 
 func newLsCmd() *cobra.Command {
 	var asJSON bool
@@ -29,13 +24,14 @@ func newLsCmd() *cobra.Command {
 			"The table marks locks without expiry (they never free themselves) and locks held longer than --stuck-after.",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !slices.Contains(lsSorts, sortBy) {
-				return withExit(exitUsage, fmt.Errorf("--sort %q: want one of %s", sortBy, strings.Join(lsSorts, ", ")))
+			by, err := present.ParseSort(sortBy)
+			if err != nil {
+				return withExit(exitUsage, fmt.Errorf("--sort %q: %w", sortBy, err))
 			}
 			if limit < 0 {
 				return withExit(exitUsage, fmt.Errorf("--limit %d: want 0 (no limit) or more", limit))
 			}
-			return runLs(cmd, asJSON, sortBy, limit)
+			return runLs(cmd, asJSON, by, limit)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per lock and line (JSONL)")
@@ -44,7 +40,7 @@ func newLsCmd() *cobra.Command {
 	return cmd
 }
 
-func runLs(cmd *cobra.Command, asJSON bool, sortBy string, limit int) error {
+func runLs(cmd *cobra.Command, asJSON bool, by present.Sort, limit int) error {
 	t, closeTarget, err := openTarget(cmd)
 	if err != nil {
 		return err
@@ -58,8 +54,11 @@ func runLs(cmd *cobra.Command, asJSON bool, sortBy string, limit int) error {
 	for _, w := range census.Warnings {
 		fmt.Fprintln(stderr, "lockscope: warning:", scrub(w))
 	}
-	locks := census.Locks
-	sortLocks(locks, sortBy)
+	locks := make([]*scanner.Lock, len(census.Locks))
+	for i := range census.Locks {
+		locks[i] = &census.Locks[i]
+	}
+	present.SortLocks(locks, by, false)
 	total := len(locks)
 	if limit > 0 && len(locks) > limit {
 		locks = locks[:limit]
@@ -68,7 +67,7 @@ func runLs(cmd *cobra.Command, asJSON bool, sortBy string, limit int) error {
 	if asJSON {
 		err = writeLocksJSON(out, locks)
 	} else {
-		err = writeLocksTable(out, locks, total, stuckAfterFlag(cmd), t.Mode)
+		err = writeLocksTable(out, locks, total, stuckAfterFlag(cmd))
 	}
 	if err != nil {
 		return err
@@ -77,51 +76,6 @@ func runLs(cmd *cobra.Command, asJSON bool, sortBy string, limit int) error {
 		return withExit(exitPartial, fmt.Errorf("partial census: could not read %s", strings.Join(census.Missing, ", ")))
 	}
 	return nil
-}
-
-// sortLocks orders locks in place; ties and unknowns fall back to the key.
-func sortLocks(locks []scanner.Lock, by string) {
-	byKey := func(a, b *scanner.Lock) int { return strings.Compare(a.Key, b.Key) }
-	var less func(a, b *scanner.Lock) int
-	switch by {
-	case "ttl": // soonest expiry first, no expiry last
-		less = func(a, b *scanner.Lock) int {
-			if a.NoExpiry != b.NoExpiry {
-				return boolOrder(a.NoExpiry)
-			}
-			return cmp.Compare(a.TTL, b.TTL)
-		}
-	case "age": // oldest first, unknown age last
-		less = func(a, b *scanner.Lock) int {
-			if a.AcquiredAt.IsZero() != b.AcquiredAt.IsZero() {
-				return boolOrder(a.AcquiredAt.IsZero())
-			}
-			return a.AcquiredAt.Compare(b.AcquiredAt)
-		}
-	case "holder": // by node, unknown holder last
-		less = func(a, b *scanner.Lock) int {
-			if (a.Node == "") != (b.Node == "") {
-				return boolOrder(a.Node == "")
-			}
-			return strings.Compare(a.Node, b.Node)
-		}
-	default:
-		less = func(*scanner.Lock, *scanner.Lock) int { return 0 }
-	}
-	slices.SortStableFunc(locks, func(a, b scanner.Lock) int {
-		if c := less(&a, &b); c != 0 {
-			return c
-		}
-		return byKey(&a, &b)
-	})
-}
-
-// boolOrder sorts the true side last.
-func boolOrder(aIsTrue bool) int {
-	if aIsTrue {
-		return 1
-	}
-	return -1
 }
 
 // lockJSON is one line of `ls --json` and the base of `show --json`. The field set is a
@@ -155,7 +109,7 @@ func toLockJSON(l *scanner.Lock) lockJSON {
 		Node:      l.Node,
 		Trace:     l.Trace,
 		TTLMs:     ttlMs(l.TTL, l.NoExpiry),
-		Value:     scanner.SafeText(l.Value, 0),
+		Value:     present.SafeText(l.Value, 0),
 		Instances: []instanceJSON{},
 	}
 	if !l.AcquiredAt.IsZero() {
@@ -172,7 +126,7 @@ func toLockJSON(l *scanner.Lock) lockJSON {
 	for _, in := range l.PerInstance() {
 		ij := instanceJSON{Addr: in.Addr}
 		if in.Present && !in.Missing {
-			v, ttl := scanner.SafeText(in.Value, 0), ttlMs(in.TTL, in.NoExpiry)
+			v, ttl := present.SafeText(in.Value, 0), ttlMs(in.TTL, in.NoExpiry)
 			ij.Value, ij.TTLMs = &v, &ttl
 		}
 		j.Instances = append(j.Instances, ij)
@@ -188,11 +142,11 @@ func ttlMs(ttl time.Duration, noExpiry bool) int64 {
 	return ttl.Milliseconds()
 }
 
-func writeLocksJSON(w io.Writer, locks []scanner.Lock) error {
+func writeLocksJSON(w io.Writer, locks []*scanner.Lock) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for i := range locks {
-		if err := enc.Encode(toLockJSON(&locks[i])); err != nil {
+	for _, l := range locks {
+		if err := enc.Encode(toLockJSON(l)); err != nil {
 			return err
 		}
 	}
@@ -206,23 +160,25 @@ const (
 	traceWidth  = 20
 )
 
-func writeLocksTable(w io.Writer, locks []scanner.Lock, total int, stuckAfter time.Duration, mode scanner.Mode) error {
+// writeLocksTable is the ls table. A lock is shown as it was when read (now = FetchedAt):
+// the census is a snapshot.
+func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tHOLDER\tTRACE\tAGE\tTTL\tRE\tFENCE\tFORMAT\tFLAGS")
+	fmt.Fprintln(tw, strings.Join([]string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
+		present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}, "\t"))
 	noExpiry, stuck := 0, 0
-	for i := range locks {
-		l := &locks[i]
-		flags := lockFlags(l, stuckAfter, mode)
+	for _, l := range locks {
 		if l.NoExpiry {
 			noExpiry++
 		}
-		if isStuck(l, stuckAfter) {
+		if present.Stuck(l, l.FetchedAt, stuckAfter) {
 			stuck++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			scanner.SafeText(l.Key, keyWidth), orDash(scanner.SafeText(l.Node, holderWidth)),
-			orDash(scanner.SafeText(l.Trace, traceWidth)), ageText(l), ttlText(l.TTL, l.NoExpiry),
-			intOrDash(l.Reentry, l.Reentry > 0), int64OrDash(l.Fence, l.HasFence), l.Format, strings.Join(flags, " "))
+		fmt.Fprint(tw, present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			present.Cut{Text: l.Key, Max: keyWidth}, present.Cut{Text: present.OrUnknown(l.Node), Max: holderWidth},
+			present.Cut{Text: present.OrUnknown(l.Trace), Max: traceWidth}, present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
+			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), l.Format,
+			present.FlagsText(l, l.FetchedAt, stuckAfter)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -233,84 +189,6 @@ func writeLocksTable(w io.Writer, locks []scanner.Lock, total int, stuckAfter ti
 	}
 	_, err := fmt.Fprintf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, stuckAfter)
 	return err
-}
-
-// lockFlags are the markers of the FLAGS column.
-func lockFlags(l *scanner.Lock, stuckAfter time.Duration, mode scanner.Mode) []string {
-	var flags []string
-	if l.NoExpiry {
-		flags = append(flags, "NO-EXPIRY")
-	}
-	if isStuck(l, stuckAfter) {
-		flags = append(flags, "STUCK")
-	}
-	if l.Truncated {
-		flags = append(flags, "value-cut")
-	}
-	if mode == scanner.Redlock && l.Quorum != nil {
-		q := fmt.Sprintf("quorum %d/%d", l.Quorum.Agree, l.Quorum.Total)
-		if !l.Quorum.Reached {
-			q = fmt.Sprintf("NO-QUORUM %d/%d", l.Quorum.Agree, l.Quorum.Total)
-		}
-		flags = append(flags, q)
-	}
-	return flags
-}
-
-func isStuck(l *scanner.Lock, stuckAfter time.Duration) bool {
-	return !l.AcquiredAt.IsZero() && l.Age(l.FetchedAt) > stuckAfter
-}
-
-func ageText(l *scanner.Lock) string {
-	if l.AcquiredAt.IsZero() {
-		return "-"
-	}
-	return shortDuration(l.Age(l.FetchedAt))
-}
-
-func ttlText(ttl time.Duration, noExpiry bool) string {
-	if noExpiry {
-		return "never"
-	}
-	return shortDuration(ttl)
-}
-
-// shortDuration prints d compactly: 450ms, 12.3s, 3m12s, 2h05m, 3d04h.
-func shortDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + shortDuration(-d)
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < time.Minute:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func intOrDash(n int, ok bool) string {
-	if !ok {
-		return "-"
-	}
-	return strconv.Itoa(n)
-}
-
-func int64OrDash(n int64, ok bool) string {
-	if !ok {
-		return "-"
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // usageArgs tags cobra's argument errors with the usage exit code.

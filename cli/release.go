@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib"
-	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
 
@@ -110,29 +110,29 @@ func readAndConfirm(ctx context.Context, cmd *cobra.Command, admin *actions.Admi
 	if err != nil {
 		return "", describeError(err)
 	}
-	key := scanner.SafeText(req.key, 0)
+	key := req.key
 	if !h.Exists {
-		return "", withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, req.action))
+		return "", withExit(exitGone, errorf("%s is already gone: nothing to %s", key, req.action))
 	}
 	for _, in := range h.Instances {
 		if in.Exists && in.Type != "string" && in.Type != "hash" {
-			return "", withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type))
+			return "", withExit(exitOther, errorf("%s is a %s, not a lock: not touched", key, in.Type))
 		}
 	}
-	fmt.Fprintf(stderr, "%s is held by %s\n", key, holderText(h.Value))
+	fmt.Fprint(stderr, present.Sprintf("%s is held by %s\n", key, holderText(h.Value)))
 	if len(h.Instances) > 1 {
 		for _, in := range h.Instances {
-			fmt.Fprintf(stderr, "  %s\n", heldText(in))
+			fmt.Fprint(stderr, present.Sprintf("  %s\n", heldText(in)))
 		}
 	}
 	if req.yes {
 		return h.Value, nil
 	}
-	question := fmt.Sprintf("Release %s? [y/N] ", key)
+	question := present.Sprintf("Release %s? [y/N] ", key)
 	if req.action == actions.ActionExtend {
-		question = fmt.Sprintf("Set the TTL of %s to %s? [y/N] ", key, req.ttl)
+		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, req.ttl)
 	}
-	ok, err := confirm(cmd.InOrStdin(), stderr, question)
+	ok, err := confirm(cmd.InOrStdin(), stderr, string(question))
 	if err != nil {
 		return "", err
 	}
@@ -161,50 +161,46 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 }
 
 // holderText describes a value: decoded when it is locklib's format, else the value itself.
-func holderText(value string) string {
-	safe := scanner.SafeText(value, 200)
+func holderText(value string) present.Safe {
+	shown := present.Cut{Text: value, Max: 200}
 	v, err := locklib.ParseValue(value)
 	if err != nil {
-		return fmt.Sprintf("value %q", safe)
+		return present.Sprintf("value %q", shown)
 	}
-	trace := v.Trace
-	if trace == "" {
-		trace = "-"
-	}
-	return fmt.Sprintf("%s (trace %s, acquired %s, %s ago; value %q)", scanner.SafeText(v.Node, 0), scanner.SafeText(trace, 0),
-		v.AcquiredAt.UTC().Format(time.RFC3339), shortDuration(time.Since(v.AcquiredAt)), safe)
+	return present.Sprintf("%s (trace %s, acquired %s, %s ago; value %q)", v.Node, present.OrUnknown(v.Trace),
+		v.AcquiredAt.UTC().Format(time.RFC3339), present.Duration(time.Since(v.AcquiredAt)), shown)
 }
 
-func heldText(in actions.HeldValue) string {
+func heldText(in actions.HeldValue) present.Safe {
 	switch {
 	case in.Err != nil:
-		return fmt.Sprintf("%s: could not be read: %s", in.Addr, scrub(in.Err.Error()))
+		return present.Sprintf("%s: could not be read: %s", in.Addr, scrub(in.Err.Error()))
 	case !in.Exists:
-		return in.Addr + ": no key"
+		return present.Sprintf("%s: no key", in.Addr)
 	}
 	ttl := "no expiry"
 	if in.PTTL >= 0 {
-		ttl = "ttl " + shortDuration(in.PTTL)
+		ttl = "ttl " + present.Duration(in.PTTL)
 	}
-	return fmt.Sprintf("%s: %q, %s", in.Addr, scanner.SafeText(in.Value, 120), ttl)
+	return present.Sprintf("%s: %q, %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
 }
 
 func writeResult(w io.Writer, res actions.Result) error {
-	key := scanner.SafeText(res.Key, 0)
-	var line string
+	key, seen := res.Key, present.Cut{Text: res.Seen, Max: 200}
+	var line present.Safe
 	switch res.Outcome {
 	case actions.Released:
-		line = fmt.Sprintf("released %s (value %q)", key, scanner.SafeText(res.Seen, 200))
+		line = present.Sprintf("released %s (value %q)", key, seen)
 	case actions.Extended:
-		line = fmt.Sprintf("extended %s: ttl %s (value %q)", key, res.TTL, scanner.SafeText(res.Seen, 200))
+		line = present.Sprintf("extended %s: ttl %s (value %q)", key, res.TTL, seen)
 	case actions.ChangedHands:
-		line = fmt.Sprintf("not done: %s changed hands, now held by %s", key, holderText(res.Current))
+		line = present.Sprintf("not done: %s changed hands, now held by %s", key, holderText(res.Current))
 	case actions.AlreadyGone:
-		line = fmt.Sprintf("not done: %s is already gone", key)
+		line = present.Sprintf("not done: %s is already gone", key)
 	case actions.NotALock:
-		line = fmt.Sprintf("not done: %s is a %s, not a lock", key, res.Current)
+		line = present.Sprintf("not done: %s is a %s, not a lock", key, res.Current)
 	default:
-		line = fmt.Sprintf("not done: %s: %s", key, res.Outcome)
+		line = present.Sprintf("not done: %s: %s", key, res.Outcome)
 	}
 	if _, err := fmt.Fprintln(w, line); err != nil {
 		return err
@@ -213,23 +209,23 @@ func writeResult(w io.Writer, res actions.Result) error {
 		return nil
 	}
 	for _, in := range res.Instances {
-		if _, err := fmt.Fprintf(w, "  %s  %s\n", in.Addr, instanceOutcomeText(in)); err != nil {
+		if _, err := fmt.Fprint(w, present.Sprintf("  %s  %s\n", in.Addr, instanceOutcomeText(in))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func instanceOutcomeText(in actions.InstanceResult) string {
+func instanceOutcomeText(in actions.InstanceResult) present.Safe {
 	switch in.Outcome {
 	case actions.ChangedHands:
-		return fmt.Sprintf("changed hands: now %q", scanner.SafeText(in.Current, 120))
+		return present.Sprintf("changed hands: now %q", present.Cut{Text: in.Current, Max: 120})
 	case actions.NotALock:
-		return "not a lock: " + in.Current
+		return present.Sprintf("not a lock: %s", in.Current)
 	case actions.Failed:
-		return "failed: " + describeError(in.Err).Error()
+		return present.Sprintf("failed: %s", describeError(in.Err).Error())
 	}
-	return strings.ReplaceAll(string(in.Outcome), "_", " ")
+	return present.Safe(strings.ReplaceAll(string(in.Outcome), "_", " "))
 }
 
 // resultJSON is `release --json` / `extend --json` (docs/cli.md).
@@ -254,9 +250,9 @@ type instanceResultJSON struct {
 func writeResultJSON(w io.Writer, res actions.Result) error {
 	j := resultJSON{
 		Action:    string(res.Action),
-		Key:       scanner.SafeText(res.Key, 0),
+		Key:       present.SafeText(res.Key, 0),
 		Outcome:   string(res.Outcome),
-		Seen:      scanner.SafeText(res.Seen, 0),
+		Seen:      present.SafeText(res.Seen, 0),
 		Current:   optionalText(res.Current),
 		Instances: make([]instanceResultJSON, 0, len(res.Instances)),
 	}
@@ -285,23 +281,23 @@ func optionalText(s string) *string {
 	if s == "" {
 		return nil
 	}
-	safe := scanner.SafeText(s, 0)
+	safe := present.SafeText(s, 0)
 	return &safe
 }
 
 // resultExit maps an action's outcome to its exit code (docs/cli.md).
 func resultExit(res actions.Result) error {
-	key := scanner.SafeText(res.Key, 0)
+	key := res.Key
 	switch res.Outcome {
 	case actions.ChangedHands:
-		return withExit(exitChanged, fmt.Errorf("%s changed hands: %s refused, nothing changed", key, res.Action))
+		return withExit(exitChanged, errorf("%s changed hands: %s refused, nothing changed", key, res.Action))
 	case actions.AlreadyGone:
-		return withExit(exitGone, fmt.Errorf("%s is already gone", key))
+		return withExit(exitGone, errorf("%s is already gone", key))
 	case actions.NotALock:
-		return withExit(exitOther, fmt.Errorf("%s is not a lock: not touched", key))
+		return withExit(exitOther, errorf("%s is not a lock: not touched", key))
 	}
 	if res.Partial() {
-		return withExit(exitPartial, fmt.Errorf("%s: %s on some instances only; see the lines above", key, res.Outcome))
+		return withExit(exitPartial, errorf("%s: %s on some instances only; see the lines above", key, res.Outcome))
 	}
 	return nil
 }

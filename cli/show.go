@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
@@ -36,7 +37,7 @@ func runShow(cmd *cobra.Command, key string, asJSON bool) error {
 	defer closeTarget()
 	l, err := scanner.New(t, scanner.Options{Pattern: patternFlag(cmd)}).Get(cmd.Context(), key)
 	if errors.Is(err, scanner.ErrGone) {
-		return withExit(exitGone, fmt.Errorf("%s does not exist", scanner.SafeText(key, 0)))
+		return withExit(exitGone, errorf("%s does not exist", key))
 	}
 	if err != nil {
 		return describeError(err)
@@ -98,44 +99,45 @@ func decodedValue(l *scanner.Lock) map[string]any {
 	case scanner.FormatRedisson:
 		owners := make([]map[string]any, 0, len(l.Owners))
 		for _, o := range l.Owners {
-			owners = append(owners, map[string]any{"id": scanner.SafeText(o.ID, 0), "count": o.Count})
+			owners = append(owners, map[string]any{"id": present.SafeText(o.ID, 0), "count": o.Count})
 		}
 		return map[string]any{"owners": owners}
 	case scanner.FormatBSM:
-		return map[string]any{"token": scanner.SafeText(strings.TrimSuffix(l.Value, l.Meta()), 0), "meta": scanner.SafeText(l.Meta(), 0)}
+		return map[string]any{"token": present.SafeText(bsmToken(l), 0), "meta": present.SafeText(l.Meta(), 0)}
 	}
 	return nil
 }
 
+// writeShow is show's table. A lock is shown as it was when read (now = FetchedAt).
 func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, value) }
-	row("key", scanner.SafeText(l.Key, 0))
+	// value: text as read (escaped here), or a present.Safe part composed by present.Sprintf.
+	row := func(name string, value any) { fmt.Fprint(tw, present.Sprintf("%s\t%s\n", name, value)) }
+	row("key", l.Key)
 	row("format", string(l.Format))
-	row("type", orDash(l.Type))
-	row("holder", orDash(scanner.SafeText(l.Node, 0)))
-	row("trace", orDash(scanner.SafeText(l.Trace, 0)))
+	row("type", present.OrUnknown(l.Type))
+	row("holder", present.OrUnknown(l.Node))
+	row("trace", present.OrUnknown(l.Trace))
 	if l.AcquiredAt.IsZero() {
 		row("acquired", "unknown")
 	} else {
-		age := l.Age(l.FetchedAt)
 		note := ""
-		if age > stuckAfter {
-			note = fmt.Sprintf("  STUCK (held > %s)", stuckAfter)
+		if present.Stuck(l, l.FetchedAt, stuckAfter) {
+			note = fmt.Sprintf("  %s (held > %s)", present.FlagStuck.Label(), stuckAfter)
 		}
-		row("acquired", fmt.Sprintf("%s (%s ago)%s", l.AcquiredAt.UTC().Format(time.RFC3339Nano), shortDuration(age), note))
+		row("acquired", fmt.Sprintf("%s (%s ago)%s", l.AcquiredAt.UTC().Format(time.RFC3339Nano), present.Age(l, l.FetchedAt), note))
 	}
 	if l.NoExpiry {
 		row("ttl", "NO EXPIRY: this lock never frees itself")
 	} else {
-		row("ttl", shortDuration(l.TTL))
+		row("ttl", present.TTL(l, l.FetchedAt))
 	}
-	row("re-entry", intOrDash(l.Reentry, l.Reentry > 0))
-	row("fence", int64OrDash(l.Fence, l.HasFence))
-	row("waiters", intOrDash(l.Waiters, l.HasWaiters))
-	value := scanner.SafeText(l.Value, 0)
+	row("re-entry", present.Ordinal(int64(l.Reentry), l.Reentry > 0))
+	row("fence", present.Ordinal(l.Fence, l.HasFence))
+	row("waiters", present.Ordinal(int64(l.Waiters), l.HasWaiters))
+	value := present.Sprintf("%s", l.Value)
 	if l.Truncated {
-		value += fmt.Sprintf("  (first %d bytes only)", scanner.ValueCap)
+		value += present.Safe(fmt.Sprintf("  (first %d bytes only)", scanner.ValueCap))
 	}
 	row("value", value)
 	if d := decodedValue(l); d != nil {
@@ -158,27 +160,30 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	return tw.Flush()
 }
 
-func decodedText(l *scanner.Lock, d map[string]any) string {
+func decodedText(l *scanner.Lock, d map[string]any) present.Safe {
 	switch l.Format {
 	case scanner.FormatRedisson:
 		var parts []string
 		for _, o := range l.Owners {
-			parts = append(parts, fmt.Sprintf("%s x%d", scanner.SafeText(o.ID, 0), o.Count))
+			parts = append(parts, string(present.Sprintf("%s x%d", o.ID, o.Count)))
 		}
-		return "owners " + strings.Join(parts, ", ")
+		return "owners " + present.Safe(strings.Join(parts, ", "))
 	case scanner.FormatLockscope:
-		return fmt.Sprintf("node=%s trace=%s acquired_at=%s rand=%s count=%d",
-			scanner.SafeText(d["node"].(string), 0), scanner.SafeText(d["trace"].(string), 0), d["acquired_at"], d["rand"], d["count"])
+		return present.Sprintf("node=%s trace=%s acquired_at=%s rand=%s count=%d",
+			d["node"], d["trace"], d["acquired_at"], d["rand"], d["count"])
 	}
-	return fmt.Sprintf("token=%s meta=%s", d["token"], d["meta"])
+	return present.Sprintf("token=%s meta=%s", bsmToken(l), l.Meta())
 }
 
-func instanceText(in scanner.Instance) string {
+// bsmToken is the token of a bsm/redislock value: what precedes its metadata.
+func bsmToken(l *scanner.Lock) string { return strings.TrimSuffix(l.Value, l.Meta()) }
+
+func instanceText(in scanner.Instance) present.Safe {
 	switch {
 	case in.Missing:
-		return in.Addr + "  could not be read"
+		return present.Sprintf("%s  could not be read", in.Addr)
 	case !in.Present:
-		return in.Addr + "  (no key)"
+		return present.Sprintf("%s  (no key)", in.Addr)
 	}
-	return fmt.Sprintf("%s  ttl %s  value %s", in.Addr, ttlText(in.TTL, in.NoExpiry), scanner.SafeText(in.Value, 120))
+	return present.Sprintf("%s  ttl %s  value %s", in.Addr, present.InstanceTTL(in), present.Cut{Text: in.Value, Max: 120})
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
 
 func TestDecodeString(t *testing.T) {
@@ -83,30 +82,6 @@ func TestDecodeHash(t *testing.T) {
 	}
 }
 
-func TestSafeText(t *testing.T) {
-	tests := []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"plain", 0, "plain"},
-		{"tab\there", 0, `tab\there`},
-		{`back\slash`, 0, `back\\slash`},
-		{"\x00\x7f\x1b", 0, `\x00\x7f\x1b`},
-		{"caf\xc3\xa9", 0, "café"},
-		{"bad\xff", 0, `bad\xff`},
-		{"zero\u200bwidth", 0, `zero\u200bwidth`},
-		{"abcdefghij", 4, "abcd…(+6 bytes)"},
-		{"ab\ncd", 3, `ab…(+3 bytes)`},
-		{"short", 10, "short"},
-	}
-	for _, tc := range tests {
-		if got := SafeText(tc.in, tc.max); got != tc.want {
-			t.Errorf("SafeText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
-		}
-	}
-}
-
 func TestMatchGlob(t *testing.T) {
 	tests := []struct {
 		pattern, key string
@@ -172,29 +147,6 @@ func FuzzDecodeHash(f *testing.F) {
 		text, _ := hashText([]hashField{{name, value}})
 		if len(text) > ValueCap {
 			t.Fatalf("hash text of %d bytes exceeds the cap", len(text))
-		}
-	})
-}
-
-// FuzzSafeText: the output is valid UTF-8 with no control characters, and a cut output stays
-// within max runes plus the marker.
-func FuzzSafeText(f *testing.F) {
-	f.Fuzz(func(t *testing.T, v string, max int) {
-		max %= 1 << 16
-		out := SafeText(v, max)
-		if !utf8.ValidString(out) {
-			t.Fatalf("invalid UTF-8 out of %q: %q", v, out)
-		}
-		for _, r := range out {
-			if r < 0x20 || r == 0x7f {
-				t.Fatalf("control character %U left in %q", r, out)
-			}
-		}
-		if max > 0 {
-			body, _, cut := strings.Cut(out, "…(+")
-			if cut && utf8.RuneCountInString(body) > max {
-				t.Fatalf("cut output %q longer than %d runes", out, max)
-			}
 		}
 	})
 }

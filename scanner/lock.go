@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"strings"
 	"time"
 )
 
@@ -142,15 +141,4 @@ func (l *Lock) Age(now time.Time) time.Duration {
 		return 0
 	}
 	return now.Sub(l.AcquiredAt)
-}
-
-// Display is Value in a form safe to print on a terminal (see SafeText): non-printable and
-// non-UTF-8 bytes escaped, cut at max runes with a "…(+N bytes)" marker (max <= 0: no cut).
-// A value longer than ValueCap in Redis ends with "…(truncated)" since only ValueCap was read.
-func (l *Lock) Display(max int) string {
-	s := SafeText(l.Value, max)
-	if l.Truncated && !strings.HasSuffix(s, " bytes)") {
-		s += "…(truncated)"
-	}
-	return s
 }

@@ -119,9 +119,6 @@ func TestCensusBinaryAndHugeValues(t *testing.T) {
 	if len(h.Value) != ValueCap || !h.Truncated || h.Format != FormatOpaque {
 		t.Errorf("huge: len %d truncated %v format %q", len(h.Value), h.Truncated, h.Format)
 	}
-	if d := h.Display(80); !strings.HasSuffix(d, " bytes)…(truncated)") && !strings.Contains(d, "…(+") {
-		t.Errorf("huge display has no cut marker: %q", d)
-	}
 	if e := got["lock:exact"]; len(e.Value) != ValueCap || e.Truncated {
 		t.Errorf("exact cap: len %d truncated %v", len(e.Value), e.Truncated)
 	}
@@ -129,9 +126,7 @@ func TestCensusBinaryAndHugeValues(t *testing.T) {
 	if b.Value != binary || b.Format != FormatOpaque {
 		t.Errorf("binary: %q %q", b.Value, b.Format)
 	}
-	if d := b.Display(0); d != `\x00\xff\x1b[31mred\n\x80` {
-		t.Errorf("binary display %q", d)
-	}
+	// The value comes back as read: the outputs make it safe (present.Value pins how).
 	bh := got["lock:bighash"]
 	if bh.Type != "hash" || bh.Format != FormatOpaque || !bh.Truncated || len(bh.Value) > ValueCap {
 		t.Errorf("big hash: type %q format %q truncated %v len %d", bh.Type, bh.Format, bh.Truncated, len(bh.Value))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -23,7 +24,7 @@ func (m *Model) openDialog(kind dialogKind) {
 		return
 	}
 	if l.Format == scanner.FormatNotALock {
-		m.setNotice(safeText(l.Key)+" is not a lock ("+l.Type+"): lockscope never touches it", true)
+		m.setNotice(l.Key+" is not a lock ("+l.Type+"): lockscope never touches it", true)
 		return
 	}
 	var d confirmDialog
@@ -58,10 +59,10 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 	m.pending++
 	if d.kind == dialogExtend {
 		ttl, _ := d.ttl()
-		m.setNotice("extending "+safeText(d.lock.Key)+"…", false)
+		m.setNotice("extending "+d.lock.Key+"…", false)
 		return extendCmd(m.ctx, m.admin, m.actionSeq, d.lock, ttl)
 	}
-	m.setNotice("releasing "+safeText(d.lock.Key)+"…", false)
+	m.setNotice("releasing "+d.lock.Key+"…", false)
 	return releaseCmd(m.ctx, m.admin, m.actionSeq, d.lock)
 }
 
@@ -85,9 +86,9 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	return nil
 }
 
-// resultText says what an action did, in one line.
+// resultText says what an action did, in one line (as read: escaped when drawn).
 func resultText(msg actionDoneMsg) (string, bool) {
-	key := safeText(msg.key)
+	key := msg.key
 	verb := "release"
 	if msg.action == actions.ActionExtend {
 		verb = "extend"
@@ -103,7 +104,7 @@ func resultText(msg actionDoneMsg) (string, bool) {
 	bad := false
 	switch r.Outcome {
 	case actions.Released:
-		text = "released " + key + " (was held by " + safeText(holderText(msg.seen)) + ")"
+		text = "released " + key + " (was held by " + holderText(msg.seen) + ")"
 	case actions.Extended:
 		text = "extended " + key + " to " + r.TTL.String()
 	case actions.ChangedHands:
@@ -112,7 +113,7 @@ func resultText(msg actionDoneMsg) (string, bool) {
 	case actions.AlreadyGone:
 		text = key + " was already gone: nothing to " + verb
 	case actions.NotALock:
-		text = key + " is not a lock (" + safeText(r.Current) + "): left untouched"
+		text = key + " is not a lock (" + r.Current + "): left untouched"
 		bad = true
 	default:
 		text = verb + " of " + key + ": " + string(r.Outcome)
@@ -134,13 +135,13 @@ func resultText(msg actionDoneMsg) (string, bool) {
 // currentHolder names the holder of a value that replaced the one the operator saw.
 func currentHolder(value string) string {
 	if v, err := locklib.ParseValue(value); err == nil {
-		h := orDash(v.Node)
+		h := present.OrUnknown(v.Node)
 		if v.Trace != "" {
 			h += " (trace " + v.Trace + ")"
 		}
-		return safeText(h)
+		return h
 	}
-	return scanner.SafeText(value, 60)
+	return present.Clip(value, 60)
 }
 
 // openAudit shows the audit view and loads it.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/present"
 )
 
 // auditView is the `a` screen: the newest records of the audit trail (lockscope:audit), newest
@@ -28,12 +29,12 @@ func (a auditView) view(width, height int, st styles) string {
 	case a.loading:
 		lines = append(lines, st.dim.Render("loading…"))
 	case a.err != "" && len(a.records) == 0:
-		lines = append(lines, st.noticeBad.Render("cannot read the audit trail: "+safeText(a.err)))
+		lines = append(lines, st.noticeBad.Render("cannot read the audit trail: "+present.SafeText(a.err, 0)))
 	case len(a.records) == 0:
 		lines = append(lines, st.dim.Render("no admin actions recorded yet"))
 	default:
 		if a.err != "" {
-			lines = append(lines, st.warning.Render("partial: "+safeText(a.err)))
+			lines = append(lines, st.warning.Render("partial: "+present.SafeText(a.err, 0)))
 		}
 		lines = append(lines, st.header.Render(cell("TIME", 19)+" "+cell("OPERATOR", 16)+" "+cell("ACTION", 7)+" "+
 			cell("RESULT", 13)+" "+cell("KEY", 24)+" REASON"))
@@ -53,8 +54,8 @@ func (a auditView) view(width, height int, st styles) string {
 			if r.Error != "" {
 				reason += " error: " + r.Error
 			}
-			lines = append(lines, r.Time.Local().Format("2006-01-02 15:04:05")+" "+cell(safeText(r.Operator), 16)+" "+
-				cell(string(r.Action), 7)+" "+result+" "+cell(safeText(r.Key), 24)+" "+safeText(reason))
+			lines = append(lines, r.Time.Local().Format("2006-01-02 15:04:05")+" "+cell(r.Operator, 16)+" "+
+				cell(string(r.Action), 7)+" "+result+" "+cell(r.Key, 24)+" "+present.SafeText(reason, 0))
 		}
 	}
 	return fitBlock(strings.Join(lines, "\n"), width, height)

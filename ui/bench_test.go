@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -47,7 +48,7 @@ func loadedModel(b *testing.B, n int, q viewQuery) *Model {
 
 // BenchmarkViewMillionLocks is one frame with 1,000,000 locks loaded (target: under 10 ms).
 func BenchmarkViewMillionLocks(b *testing.B) {
-	m := loadedModel(b, 1_000_000, viewQuery{sort: sortByTTL})
+	m := loadedModel(b, 1_000_000, viewQuery{sort: present.SortByTTL})
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = m.View()
@@ -75,8 +76,8 @@ func BenchmarkBuildViewMillionLocks(b *testing.B) {
 		name string
 		q    viewQuery
 	}{
-		{"sort-ttl", viewQuery{sort: sortByTTL}},
-		{"filter-substring", viewQuery{filter: newMatcher("api-42"), sort: sortByKey}},
+		{"sort-ttl", viewQuery{sort: present.SortByTTL}},
+		{"filter-substring", viewQuery{filter: newMatcher("api-42"), sort: present.SortByKey}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -95,7 +96,7 @@ func BenchmarkMemoryMillionLocks(b *testing.B) {
 	const n, batchLen = 1_000_000, 5000
 	var afterOne, afterTwo uint64
 	for b.Loop() {
-		m := loadedModel(b, 0, viewQuery{sort: sortByTTL})
+		m := loadedModel(b, 0, viewQuery{sort: present.SortByTTL})
 		pass := func(gen uint64) {
 			all := millionLocks(n)
 			for start := 0; start < n; start += batchLen {

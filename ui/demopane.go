@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/lockscope/lockscope/demo"
+	"github.com/lockscope/lockscope/present"
 )
 
 // DemoController is what the demo pane drives: *demo.Controller. Every method is cheap and
@@ -206,7 +207,7 @@ func demoDuration(d time.Duration) string {
 	if d == 0 {
 		return "-"
 	}
-	return formatDuration(d)
+	return present.Duration(d)
 }
 
 // View draws the pane in exactly width x height cells (content only; the root frames it).
@@ -224,7 +225,7 @@ func (p demoPane) View(width, height int, st styles) string {
 	// The checker's counters come first: they are the proof, and survive any width.
 	parts := append([]string{st.paneTitle.Render("demo")}, p.counterParts(st)...)
 	parts = append(parts, "phase "+st.statusVal.Render(p.phaseText()), st.dim.Render(s.Server),
-		"ttl "+formatDuration(s.TTL), "protection "+s.Protection.String(), "up "+formatDuration(s.Elapsed))
+		"ttl "+present.Duration(s.TTL), "protection "+s.Protection.String(), "up "+present.Duration(s.Elapsed))
 	top := flow(width, parts...)
 
 	var bottom []string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -26,32 +27,34 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	}
 	const labelW = 10
 	var lines []string
-	add := func(name, value string) {
-		lines = append(lines, st.label.Render(cell(name, labelW))+value)
+	// Fields are text as read from Redis, escaped here; styled lines of our own go through addStyled.
+	addStyled := func(name, styled string) {
+		lines = append(lines, st.label.Render(cell(name, labelW))+styled)
 	}
-	lines = append(lines, st.paneTitle.Render(safeText(l.Key)))
+	add := func(name, text string) { addStyled(name, present.SafeText(text, 0)) }
+	lines = append(lines, st.paneTitle.Render(present.SafeText(l.Key, 0)))
 	format := string(l.Format)
 	if l.Type != "" {
-		format += " (" + safeText(l.Type) + ")"
+		format += " (" + l.Type + ")"
 	}
 	add("format", format)
-	add("holder", orDash(safeText(l.Node)))
-	add("trace", orDash(safeText(l.Trace)))
+	add("holder", present.OrUnknown(l.Node))
+	add("trace", present.OrUnknown(l.Trace))
 	if !l.AcquiredAt.IsZero() {
-		acq := l.AcquiredAt.Format("2006-01-02 15:04:05.000") + " (" + formatDuration(l.Age(now)) + " ago)"
-		if isStuck(l, now, stuckAfter) {
-			acq += " " + st.stuck.Render("STUCK")
+		acq := l.AcquiredAt.Format("2006-01-02 15:04:05.000") + " (" + present.Age(l, now) + " ago)"
+		if present.Stuck(l, now, stuckAfter) {
+			acq += " " + st.stuck.Render(present.FlagStuck.Label())
 		}
-		add("acquired", acq)
+		addStyled("acquired", acq)
 	} else {
-		add("acquired", "-")
+		add("acquired", present.Unknown)
 	}
 	switch {
 	case l.NoExpiry:
-		add("ttl", st.noExpiry.Render("never expires")+" (no TTL: it will not free itself)")
+		addStyled("ttl", st.noExpiry.Render("never expires")+" (no TTL: it will not free itself)")
 	default:
-		add("ttl", fmt.Sprintf("%s left (read %s at %s)", formatDuration(l.RemainingAt(now)),
-			formatDuration(l.TTL), l.FetchedAt.Format("15:04:05.000")))
+		add("ttl", fmt.Sprintf("%s left (read %s at %s)", present.Duration(l.RemainingAt(now)),
+			present.Duration(l.TTL), l.FetchedAt.Format("15:04:05.000")))
 	}
 	if l.Reentry > 0 {
 		add("re-entry", strconv.Itoa(l.Reentry))
@@ -63,19 +66,19 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		add("waiters", strconv.Itoa(n))
 	}
 	if cluster && l.Addr != "" {
-		add("master", safeText(l.Addr))
+		add("master", l.Addr)
 	}
 	if meta := l.Meta(); meta != "" {
-		add("meta", safeText(meta))
+		add("meta", meta)
 	}
 	for i, o := range l.Owners {
 		name := ""
 		if i == 0 {
 			name = "owners"
 		}
-		add(name, safeText(o.ID)+" ×"+strconv.Itoa(o.Count))
+		add(name, o.ID+" ×"+strconv.Itoa(o.Count))
 	}
-	value := l.Display(0)
+	value := present.Value(l, 0)
 	if l.Truncated {
 		value += " …(cut at " + strconv.Itoa(scanner.ValueCap) + " bytes)"
 	}
@@ -85,7 +88,7 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		if i == 0 {
 			name = "value"
 		}
-		add(name, part)
+		addStyled(name, part) // escaped by present.Value
 	}
 	if q := l.Quorum; q != nil {
 		lines = append(lines, st.label.Render("instances"))
@@ -98,12 +101,12 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		if !q.Reached {
 			verdict = st.connBad.Render("NOT reached")
 		}
-		add("quorum", fmt.Sprintf("%d/%d agree, %d needed: ", q.Agree, q.Total, q.Needed)+verdict)
+		addStyled("quorum", fmt.Sprintf("%d/%d agree, %d needed: ", q.Agree, q.Total, q.Needed)+verdict)
 	}
 	return fitBlock(strings.Join(lines, "\n"), width, height)
 }
 
-// instanceLine is one server's state of the key.
+// instanceLine is one server's state of the key; it escapes the address and value it shows.
 func instanceLine(l *scanner.Lock, in scanner.Instance, st styles) string {
 	var state, ttl string
 	switch {
@@ -116,14 +119,10 @@ func instanceLine(l *scanner.Lock, in scanner.Instance, st styles) string {
 	default:
 		state = st.warning.Render("≠ other holder")
 	}
-	switch {
-	case !in.Present:
-	case in.NoExpiry:
-		ttl = "never"
-	default:
-		ttl = formatDuration(in.TTL)
+	if in.Present {
+		ttl = present.InstanceTTL(in)
 	}
-	return fmt.Sprintf("%s  %s %s  %s", safeText(in.Addr), padRight(state, 14), cellRight(ttl, 6), scanner.SafeText(in.Value, 40))
+	return fmt.Sprintf("%s  %s %s  %s", present.SafeText(in.Addr, 0), padRight(state, 14), cellRight(ttl, 6), present.SafeText(in.Value, 40))
 }
 
 // wrapCells cuts s into lines of width cells, at most maxLines (the last one marked when cut).

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -156,19 +157,19 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	} else {
 		title, action = "Extend this lock's TTL?", "Extend"
 	}
-	field := func(name, v string) string {
-		return st.label.Render(cell(name, 8)) + safeText(v)
-	}
+	// safeField shows text already escaped; field escapes text as read from Redis.
+	safeField := func(name, safe string) string { return st.label.Render(cell(name, 8)) + safe }
+	field := func(name, v string) string { return safeField(name, present.SafeText(v, 0)) }
 	ttl := "never expires"
 	if !l.NoExpiry {
-		ttl = formatDuration(l.RemainingAt(now)) + " left"
+		ttl = present.Duration(l.RemainingAt(now)) + " left"
 	}
 	lines := []string{
 		st.dialogTitle.Render(title),
 		"",
 		field("key", l.Key),
 		field("holder", holderText(l)),
-		field("value", l.Display(inner-8)),
+		safeField("value", present.Value(l, inner-8)),
 		field("ttl", ttl),
 		"",
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/present"
 )
 
 // eventLogSize is how many entries the event log keeps.
@@ -49,13 +50,13 @@ func entryFromEvent(ev locklib.Event) logEntry {
 		parts = append(parts, "fence="+strconv.FormatInt(ev.Token, 10))
 	}
 	if ev.TTLMs != 0 {
-		parts = append(parts, "ttl="+formatDuration(time.Duration(ev.TTLMs)*time.Millisecond))
+		parts = append(parts, "ttl="+present.Duration(time.Duration(ev.TTLMs)*time.Millisecond))
 	}
 	if ev.WaitMs != 0 {
-		parts = append(parts, "waited="+formatDuration(time.Duration(ev.WaitMs)*time.Millisecond))
+		parts = append(parts, "waited="+present.Duration(time.Duration(ev.WaitMs)*time.Millisecond))
 	}
 	if ev.HoldMs != 0 {
-		parts = append(parts, "held="+formatDuration(time.Duration(ev.HoldMs)*time.Millisecond))
+		parts = append(parts, "held="+present.Duration(time.Duration(ev.HoldMs)*time.Millisecond))
 	}
 	if ev.Waiters != 0 {
 		parts = append(parts, "waiters="+strconv.FormatInt(ev.Waiters, 10))
@@ -79,14 +80,15 @@ func (e eventLog) view(width, height int, st styles) string {
 	for _, en := range e.entries[start:] {
 		kind := st.eventStyle(en.kind).Render(cell(en.kind, 12))
 		line := st.dim.Render(en.at.Format("15:04:05.000")) + " " + kind
+		// Keys and event fields come from Redis: escaped here, where they are drawn.
 		if en.key != "" {
-			line += " " + safeText(en.key)
+			line += " " + present.SafeText(en.key, 0)
 		}
 		switch {
 		case en.kind == "action" || en.kind == "warning": // not dimmed: they matter
-			line += " " + safeText(en.text)
+			line += " " + present.SafeText(en.text, 0)
 		case en.text != "":
-			line += " " + st.dim.Render(safeText(en.text))
+			line += " " + st.dim.Render(present.SafeText(en.text, 0))
 		}
 		lines = append(lines, line)
 	}

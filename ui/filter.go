@@ -4,6 +4,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockscope/lockscope/present"
 )
 
 // filterInput is the `/` prompt. The filter applies live while typing; enter keeps it and
@@ -75,5 +77,5 @@ func (f filterInput) view(width int, st styles) string {
 	if f.value() == "" {
 		return ""
 	}
-	return fitLine(st.filter.Render("filter: "+safeText(f.value()))+st.dim.Render("  (/ edit, esc clear)"), width)
+	return fitLine(st.filter.Render("filter: "+present.SafeText(f.value(), 0))+st.dim.Render("  (/ edit, esc clear)"), width)
 }

@@ -1,37 +1,13 @@
 package ui
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/present"
 )
-
-// formatDuration is a compact, fixed-precision duration: 950ms, 4.2s, 37s, 12m05s, 3h07m, 5d02h.
-func formatDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.1fs", float64(d.Milliseconds()/100)/10)
-	case d < time.Minute:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", d/time.Minute, (d%time.Minute)/time.Second)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", d/time.Hour, (d%time.Hour)/time.Minute)
-	default:
-		return fmt.Sprintf("%dd%02dh", d/(24*time.Hour), (d%(24*time.Hour))/time.Hour)
-	}
-}
 
 // barGlyphs draws the fraction of the TTL left as a bar of width cells with eighth-cell
 // precision: the filled part and the empty rest. Its shape alone carries the information, so
@@ -65,15 +41,14 @@ func (s styles) ttlBar(frac float64, width int) string {
 	return st.Render(filled) + s.barEmpty.Render(rest)
 }
 
-// safeText is text from Redis made safe to print (escaped controls and invalid UTF-8), so a
-// value cannot move the cursor or recolour the terminal.
-func safeText(s string) string { return scanner.SafeText(s, 0) }
-
-// cell fits s (plain text) into exactly width cells: cut with an ellipsis or padded.
+// cell fits s (plain text, from Redis or not) into exactly width cells: made safe for the
+// terminal (present.SafeText), then cut with an ellipsis or padded. It is the render step of
+// every table cell, so callers pass text as read.
 func cell(s string, width int) string {
 	if width <= 0 {
 		return ""
 	}
+	s = present.SafeText(s, 0)
 	w := lipgloss.Width(s)
 	if w > width {
 		return ansi.Truncate(s, width, "…")
@@ -86,6 +61,7 @@ func cellRight(s string, width int) string {
 	if width <= 0 {
 		return ""
 	}
+	s = present.SafeText(s, 0)
 	w := lipgloss.Width(s)
 	if w > width {
 		return ansi.Truncate(s, width, "…")
@@ -134,12 +110,4 @@ func clipBlock(s string, width, height int) string {
 		lines[i] = fitLine(l, width)
 	}
 	return strings.Join(lines, "\n")
-}
-
-// orDash shows "-" for an empty field.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

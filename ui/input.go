@@ -3,6 +3,8 @@ package ui
 import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockscope/lockscope/present"
 )
 
 // wheelStep is how many rows one wheel notch scrolls.
@@ -59,13 +61,13 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.setQuery(viewQuery{filter: newMatcher(""), sort: m.query.sort, desc: m.query.desc}, true)
 		}
 	case key.Matches(msg, k.SortTTL):
-		return m.sortBy(sortByTTL)
+		return m.sortBy(present.SortByTTL)
 	case key.Matches(msg, k.SortAge):
-		return m.sortBy(sortByAge)
+		return m.sortBy(present.SortByAge)
 	case key.Matches(msg, k.SortKey):
-		return m.sortBy(sortByKey)
+		return m.sortBy(present.SortByKey)
 	case key.Matches(msg, k.SortHol):
-		return m.sortBy(sortByHolder)
+		return m.sortBy(present.SortByHolder)
 	case key.Matches(msg, k.Detail):
 		m.detail.open = !m.detail.open
 	case key.Matches(msg, k.Events):
@@ -84,7 +86,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 // sortBy sorts by k; choosing the current column again reverses the order.
-func (m *Model) sortBy(k sortKey) tea.Cmd {
+func (m *Model) sortBy(k present.Sort) tea.Cmd {
 	q := m.query
 	if q.sort == k {
 		q.desc = !q.desc

@@ -90,8 +90,8 @@ func TestSortKeys(t *testing.T) {
 		{"T", []string{"lock:queue", "lock:cart:7", "lock:inv:9", "lock:order:1001", "lock:pay:55"}},
 		// Oldest first, unknown acquisition time last.
 		{"A", []string{"lock:cart:7", "lock:order:1001", "lock:inv:9", "lock:pay:55", "lock:queue"}},
-		// Holder node: unknown ("") first.
-		{"H", []string{"lock:inv:9", "lock:pay:55", "lock:queue", "lock:order:1001", "lock:cart:7"}},
+		// Holder node, unknown last (by key among them), as in `ls --sort holder`.
+		{"H", []string{"lock:order:1001", "lock:cart:7", "lock:inv:9", "lock:pay:55", "lock:queue"}},
 		{"K", []string{"lock:cart:7", "lock:inv:9", "lock:order:1001", "lock:pay:55", "lock:queue"}},
 	}
 	for _, c := range cases {

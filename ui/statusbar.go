@@ -8,6 +8,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -105,7 +106,7 @@ func (s statusBar) view(width int, counts lockCounts, shown int, filtered bool, 
 	kv := func(k, v string) string { return st.statusKey.Render(k) + st.statusVal.Render(v) }
 	segs := []segment{
 		{st.title.Render("lockscope"), 2},
-		{st.statusVal.Render(safeText(s.targetText())), 4},
+		{st.statusVal.Render(present.SafeText(s.targetText(), 0)), 4},
 		conn,
 		{st.statusVal.Render(count), 8},
 		{kv("soon ", strconv.Itoa(counts.soon)), 6},
@@ -113,7 +114,7 @@ func (s statusBar) view(width int, counts lockCounts, shown int, filtered bool, 
 		{kv("stuck ", strconv.Itoa(counts.stuck)), 7},
 	}
 	if !s.scanAt.IsZero() {
-		segs = append(segs, segment{kv("scan ", s.scanAt.Format("15:04:05")+" "+formatDuration(s.scanDur)), 3})
+		segs = append(segs, segment{kv("scan ", s.scanAt.Format("15:04:05")+" "+present.Duration(s.scanDur)), 3})
 	}
 	if len(s.warnings) > 0 {
 		segs = append(segs, segment{st.warning.Render("⚠ " + strconv.Itoa(len(s.warnings))), 5})
@@ -161,7 +162,7 @@ func (s statusBar) banner(width int, st styles) string {
 		if s.attempt > 0 {
 			text += "attempt " + strconv.Itoa(s.attempt)
 			if s.retryIn > 0 {
-				text += ", next in " + formatDuration(s.retryIn)
+				text += ", next in " + present.Duration(s.retryIn)
 			}
 			text += ": "
 		}
@@ -171,5 +172,5 @@ func (s statusBar) banner(width int, st styles) string {
 	default:
 		return ""
 	}
-	return st.banner.Render(cell(" "+safeText(text), width))
+	return st.banner.Render(cell(" "+text, width))
 }

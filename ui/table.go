@@ -7,6 +7,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -95,13 +96,6 @@ func (t lockTable) visible(rows []*scanner.Lock) []*scanner.Lock {
 		return nil
 	}
 	return rows[t.offset:end]
-}
-
-// column is one table column at a given width.
-type column struct {
-	title string
-	width int
-	right bool
 }
 
 // Fixed column widths.
@@ -206,46 +200,46 @@ func (c tableColumns) fixedWidth() int {
 }
 
 // header renders the column titles with the sort indicator.
-func (c tableColumns) header(sort sortKey, desc bool) string {
+func (c tableColumns) header(sort present.Sort, desc bool) string {
 	arrow := "↑"
 	if desc {
 		arrow = "↓"
 	}
-	mark := func(title string, k sortKey) string {
-		if sort == k {
+	mark := func(title string) string {
+		if sort.Column() == title {
 			return title + arrow
 		}
 		return title
 	}
 	var sb strings.Builder
 	sb.WriteString(strings.Repeat(" ", flagWidth))
-	sb.WriteString(cell(mark("KEY", sortByKey), c.key))
+	sb.WriteString(cell(mark(present.ColumnKey), c.key))
 	if c.holder > 0 {
-		sb.WriteString(" " + cell(mark("HOLDER", sortByHolder), c.holder))
+		sb.WriteString(" " + cell(mark(present.ColumnHolder), c.holder))
 	}
 	if c.trace > 0 {
-		sb.WriteString(" " + cell("TRACE", c.trace))
+		sb.WriteString(" " + cell(mark(present.ColumnTrace), c.trace))
 	}
 	if c.age {
-		sb.WriteString(" " + cellRight(mark("AGE", sortByAge), ageWidth))
+		sb.WriteString(" " + cellRight(mark(present.ColumnAge), ageWidth))
 	}
 	if c.ttl {
-		sb.WriteString(" " + cellRight(mark("TTL", sortByTTL), ttlWidth))
+		sb.WriteString(" " + cellRight(mark(present.ColumnTTL), ttlWidth))
 	}
 	if c.bar {
 		sb.WriteString(" " + strings.Repeat(" ", barWidth))
 	}
 	if c.re {
-		sb.WriteString(" " + cellRight("RE", reWidth))
+		sb.WriteString(" " + cellRight(present.ColumnReentry, reWidth))
 	}
 	if c.fence {
-		sb.WriteString(" " + cellRight("FENCE", c.fenceW))
+		sb.WriteString(" " + cellRight(present.ColumnFence, c.fenceW))
 	}
 	if c.wait {
-		sb.WriteString(" " + cellRight("W", waitWidth))
+		sb.WriteString(" " + cellRight(present.ColumnWaiters, waitWidth))
 	}
 	if c.fmt {
-		sb.WriteString(" " + cell("FORMAT", fmtWidth))
+		sb.WriteString(" " + cell(present.ColumnFormat, fmtWidth))
 	}
 	return sb.String()
 }
@@ -261,71 +255,55 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 		}
 		return style.Render(s)
 	}
-	stuck := isStuck(l, rc.now, rc.stuckAfter)
+	stuck := present.Stuck(l, rc.now, rc.stuckAfter)
 	flag := [2]string{" ", " "}
 	if stuck {
-		flag[0] = paint("!", st.stuck)
+		flag[0] = paint(present.FlagStuck.Mark(), st.stuck)
 	}
 	if l.NoExpiry {
-		flag[1] = paint("∞", st.noExpiry)
+		flag[1] = paint(present.FlagNoExpiry.Mark(), st.noExpiry)
 	}
 
 	var sb strings.Builder
 	sb.WriteString(flag[0] + flag[1])
-	sb.WriteString(cell(safeText(l.Key), c.key))
+	sb.WriteString(cell(l.Key, c.key))
 	if c.holder > 0 {
-		sb.WriteString(" " + cell(orDash(safeText(l.Node)), c.holder))
+		sb.WriteString(" " + cell(present.OrUnknown(l.Node), c.holder))
 	}
 	if c.trace > 0 {
-		sb.WriteString(" " + cell(orDash(safeText(l.Trace)), c.trace))
+		sb.WriteString(" " + cell(present.OrUnknown(l.Trace), c.trace))
 	}
 	if c.age {
-		age := "-"
-		if !l.AcquiredAt.IsZero() {
-			age = formatDuration(l.Age(rc.now))
-		}
-		age = cellRight(age, ageWidth)
+		age := cellRight(present.Age(l, rc.now), ageWidth)
 		if stuck {
 			age = paint(age, st.stuck)
 		}
 		sb.WriteString(" " + age)
 	}
-	remaining := l.RemainingAt(rc.now)
 	if c.ttl {
-		var ttl string
-		switch {
-		case l.NoExpiry:
-			ttl = paint(cellRight("never", ttlWidth), st.noExpiry)
-		case remaining == 0:
-			ttl = paint(cellRight("expired", ttlWidth), st.dim)
+		ttl := present.TTL(l, rc.now)
+		switch ttl {
+		case present.Never:
+			ttl = paint(cellRight(ttl, ttlWidth), st.noExpiry)
+		case present.Expired:
+			ttl = paint(cellRight(ttl, ttlWidth), st.dim)
 		default:
-			ttl = cellRight(formatDuration(remaining), ttlWidth)
+			ttl = cellRight(ttl, ttlWidth)
 		}
 		sb.WriteString(" " + ttl)
 	}
 	if c.bar {
-		sb.WriteString(" " + ttlBarCell(l, remaining, rc.span(l.Key), plain, st))
+		sb.WriteString(" " + ttlBarCell(l, l.RemainingAt(rc.now), rc.span(l.Key), plain, st))
 	}
 	if c.re {
-		re := "-"
-		if l.Reentry > 0 {
-			re = strconv.Itoa(l.Reentry)
-		}
-		sb.WriteString(" " + cellRight(re, reWidth))
+		sb.WriteString(" " + cellRight(present.Ordinal(int64(l.Reentry), l.Reentry > 0), reWidth))
 	}
 	if c.fence {
-		fence := "-"
-		if l.HasFence {
-			fence = strconv.FormatInt(l.Fence, 10)
-		}
-		sb.WriteString(" " + cellRight(fence, c.fenceW))
+		sb.WriteString(" " + cellRight(present.Ordinal(l.Fence, l.HasFence), c.fenceW))
 	}
 	if c.wait {
-		w := "-"
-		if n, ok := waitersOf(l, rc.waiters); ok {
-			w = strconv.Itoa(n)
-		}
-		sb.WriteString(" " + cellRight(w, waitWidth))
+		n, ok := waitersOf(l, rc.waiters)
+		sb.WriteString(" " + cellRight(present.Ordinal(int64(n), ok), waitWidth))
 	}
 	if c.fmt {
 		f := cell(string(l.Format), fmtWidth)

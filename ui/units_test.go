@@ -43,23 +43,6 @@ func TestMatcherSubstringIsCaseInsensitive(t *testing.T) {
 	}
 }
 
-func TestFormatDuration(t *testing.T) {
-	cases := map[time.Duration]string{
-		-time.Second:                     "0ms",
-		950 * time.Millisecond:           "950ms",
-		4290 * time.Millisecond:          "4.2s",
-		37 * time.Second:                 "37s",
-		12*time.Minute + 5*time.Second:   "12m05s",
-		3*time.Hour + 7*time.Minute:      "3h07m",
-		5*24*time.Hour + 2*time.Hour + 1: "5d02h",
-	}
-	for d, want := range cases {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func TestBarGlyphs(t *testing.T) {
 	cases := []struct {
 		frac float64
@@ -115,6 +98,33 @@ func TestSafeRenderingOfHostileValues(t *testing.T) {
 		t.Fatal("a value's escape sequence reached the terminal")
 	}
 	mustContain(t, ansi.Strip(out), `lock:\x1b[2Jevil`)
+}
+
+// The dialog, the notice and the event log escape what they show too (the notice and the log
+// get the key as read, escaped when drawn).
+func TestSafeRenderingOfHostileValuesInDialogNoticeAndLog(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	evil := scanner.Lock{
+		Key: "lock:\x1b[2Jevil", Format: scanner.FormatOpaque, Node: "n\x1b]0;pwned\x07", Value: "\x1b[31mred\r\n",
+		TTL: time.Minute, FetchedAt: t0,
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{evil}})
+	selectKey(t, m, evil.Key)
+	typeKeys(m, "d")
+	dialog := m.View().Content
+	m.dialog = nil
+	m.setNotice("releasing "+evil.Key+"…", false)
+	m.events.open = true
+	m.events.add(logEntry{at: t0, kind: "action", key: evil.Key, text: "released " + evil.Key})
+	screen := m.View().Content
+	for what, out := range map[string]string{"dialog": dialog, "notice and log": screen} {
+		if strings.Contains(out, "\x1b[2J") || strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\x07") || strings.Contains(out, "\r") {
+			t.Fatalf("%s: a value's escape sequence reached the terminal", what)
+		}
+	}
+	mustContain(t, ansi.Strip(dialog), `\x1b[31mred\r\n`) // the value, escaped once
+	mustContain(t, ansi.Strip(screen), `releasing lock:\x1b[2Jevil`)
+	mustContain(t, ansi.Strip(screen), `released lock:\x1b[2Jevil`)
 }
 
 func TestEntryFromEvent(t *testing.T) {

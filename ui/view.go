@@ -6,6 +6,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -215,6 +216,7 @@ func (m *Model) noticeView(w int) string {
 	if m.pending > 0 && m.now.Sub(m.notice.at) >= noticeFor {
 		text, bad = "action in progress…", false
 	}
+	text = present.SafeText(text, 0) // notices name keys and holders as read
 	if bad {
 		return fitLine(m.st.noticeBad.Render(text), w)
 	}

@@ -1,4 +1,4 @@
-package scanner
+package present
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// SafeText makes s safe to print on a terminal: printable UTF-8 is kept, a backslash becomes
+// SafeText makes s (text from Redis, or typed by someone: untrusted) safe to print on a terminal: printable UTF-8 is kept, a backslash becomes
 // `\\`, control characters become \n, \t, \r or \xNN, invalid UTF-8 bytes become \xNN and other
 // non-printable runes \uNNNN. When the result would exceed max runes (max > 0), it is cut and
 // ends with a marker saying how many bytes of s were left out: "…(+123 bytes)".
@@ -70,4 +70,19 @@ func isPlainPrintable(s string) bool {
 		}
 	}
 	return true
+}
+
+// Clip cuts s to at most max runes (max > 0), ending with the marker SafeText uses,
+// "…(+123 bytes)", and leaves it as read: for text composed into a line that SafeText renders
+// later (the TUI's notices, escaped when drawn).
+func Clip(s string, max int) string {
+	if max <= 0 || utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	i := 0
+	for n := 0; n < max; n++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i] + "…(+" + strconv.Itoa(len(s)-i) + " bytes)"
 }

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/present"
+	"github.com/lockscope/lockscope/present/presenttest"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// TestLsTableAgreesWithTUI renders the shared fixture in the ls table: the same order,
+// holder, age, TTL and flags as ui's TestTableAgreesWithCLI finds in the TUI's table.
+func TestLsTableAgreesWithTUI(t *testing.T) {
+	for sort, order := range presenttest.Orders {
+		locks := presenttest.Locks()
+		sortedLocks := slices.Clone(locks)
+		present.SortLocks(sortedLocks, sort, false)
+		var out bytes.Buffer
+		if err := writeLocksTable(&out, sortedLocks, len(locks), presenttest.StuckAfter); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		var keys []string
+		for _, line := range lines[1 : len(lines)-1] { // header and summary out
+			f := strings.Fields(line)
+			keys = append(keys, f[0])
+			want := presenttest.Want[f[0]]
+			if f[1] != want.Holder || f[3] != want.Age || f[4] != want.TTL {
+				t.Errorf("%s: holder %q age %q ttl %q, want %+v", f[0], f[1], f[3], f[4], want)
+			}
+			if strings.Contains(line, "STUCK") != want.Stuck || strings.Contains(line, "NO-EXPIRY") != want.NoExpiry {
+				t.Errorf("%s: flags in %q, want %+v", f[0], line, want)
+			}
+		}
+		if !slices.Equal(keys, order) {
+			t.Errorf("--sort %s: %v, want %v", sort, keys, order)
+		}
+	}
+}
+
+// hostile is text from Redis that would clear the screen, retitle the terminal, forge a line
+// and break UTF-8 if printed raw.
+const hostile = "lock:\x1b[2J\x1b]0;pwned\x07\nforged line\xff\u202e"
+
+// mustBeInert fails when out holds a control character other than the line breaks and the
+// tabwriter's padding, or invalid UTF-8.
+func mustBeInert(t *testing.T, what, out string) {
+	t.Helper()
+	for i, r := range out {
+		if r == 0x1b || r == 0x07 || r == '\r' || r == 0x7f || r == 0xfffd || r == '\u202e' || (r < 0x20 && r != '\n' && r != '\t') {
+			t.Fatalf("%s: control or invalid character %U at %d in %q", what, r, i, out)
+		}
+	}
+	if strings.Contains(out, "\nforged line") {
+		t.Fatalf("%s: a value forged a line: %q", what, out)
+	}
+}
+
+func TestCLIOutputsEscapeHostileValues(t *testing.T) {
+	now := time.Now()
+	l := &scanner.Lock{Key: hostile, Format: scanner.FormatOpaque, Type: "string", Node: hostile, Trace: hostile,
+		Value: hostile, TTL: time.Minute, FetchedAt: now, Addr: "127.0.0.1:1",
+		Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3, Instances: []scanner.Instance{{Addr: "a", Present: true, Value: hostile}}}}
+	var ls, show, result, audit bytes.Buffer
+	if err := writeLocksTable(&ls, []*scanner.Lock{l}, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mustBeInert(t, "ls", ls.String())
+	if !strings.Contains(ls.String(), `lock:\x1b[2J`) {
+		t.Errorf("ls does not show the key escaped:\n%s", ls.String())
+	}
+	if err := writeShow(&show, l, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mustBeInert(t, "show", show.String())
+
+	res := actions.Result{Action: actions.ActionRelease, Key: hostile, Outcome: actions.ChangedHands, Seen: hostile, Current: hostile,
+		Instances: []actions.InstanceResult{{Addr: "a", Outcome: actions.ChangedHands, Current: hostile}, {Addr: "b", Outcome: actions.NotALock, Current: hostile}}}
+	for _, o := range []actions.Outcome{actions.Released, actions.Extended, actions.ChangedHands, actions.NotALock, actions.AlreadyGone} {
+		res.Outcome = o
+		if err := writeResult(&result, res); err != nil {
+			t.Fatal(err)
+		}
+		if err := resultExit(res); err != nil {
+			mustBeInert(t, "exit error", err.Error())
+		}
+	}
+	mustBeInert(t, "release", result.String())
+	mustBeInert(t, "held", string(heldText(actions.HeldValue{Addr: "a", Exists: true, Value: hostile, PTTL: time.Second}))+
+		string(heldText(actions.HeldValue{Addr: "a", Err: errors.New(hostile)})))
+	if got := string(holderText(`x"` + "\x1b")); got != `value "x\"\\x1b"` {
+		t.Errorf("holder of a plain value: %s (the value is escaped, then quoted)", got)
+	}
+
+	rec := actions.AuditRecord{Time: now, Operator: hostile, Action: actions.ActionRelease, Key: hostile, Seen: hostile,
+		Result: actions.Failed, Error: hostile, Reason: hostile}
+	if err := writeAuditTable(&audit, []actions.AuditRecord{rec}); err != nil {
+		t.Fatal(err)
+	}
+	mustBeInert(t, "audit", audit.String())
+
+	// JSON: encoding/json escapes the key's controls (\u001b), the value carries the
+	// documented escaped form.
+	var js bytes.Buffer
+	if err := writeLocksJSON(&js, []*scanner.Lock{l}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(strings.TrimSuffix(js.String(), "\n"), "\x1b\x07\n\r") {
+		t.Errorf("ls --json lets a control character through: %q", js.String())
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(js.Bytes(), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj["key"] != strings.ToValidUTF8(hostile, "\ufffd") || obj["value"] != `lock:\x1b[2J\x1b]0;pwned\x07\nforged line\xff\u202e` {
+		t.Errorf("ls --json key %q value %q", obj["key"], obj["value"])
+	}
+}

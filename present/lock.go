@@ -1,0 +1,156 @@
+package present
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// The texts of the AGE and TTL columns besides a duration.
+const (
+	Unknown = "-"       // a field the value's format does not carry (holder, trace, age)
+	Never   = "never"   // the TTL of a lock without expiry: it never frees itself
+	Expired = "expired" // the TTL ran out (extrapolated) and no read has confirmed the key gone yet
+)
+
+// Stuck says l has been held longer than stuckAfter at now. A lock whose acquisition time is
+// unknown is never stuck, and stuckAfter <= 0 turns the flag off.
+func Stuck(l *scanner.Lock, now time.Time, stuckAfter time.Duration) bool {
+	return stuckAfter > 0 && !l.AcquiredAt.IsZero() && l.Age(now) > stuckAfter
+}
+
+// Age is the AGE column: how long l has been held at now, or Unknown.
+func Age(l *scanner.Lock, now time.Time) string {
+	if l.AcquiredAt.IsZero() {
+		return Unknown
+	}
+	return Duration(l.Age(now))
+}
+
+// TTL is the TTL column: the time left at now, extrapolated from the read (FetchedAt + TTL),
+// Never or Expired. The CLI passes the time of the read (the census is a snapshot), the TUI
+// the clock, so the TUI counts down between reads.
+func TTL(l *scanner.Lock, now time.Time) string {
+	switch left := l.RemainingAt(now); {
+	case l.NoExpiry:
+		return Never
+	case left <= 0:
+		return Expired
+	default:
+		return Duration(left)
+	}
+}
+
+// InstanceTTL is one server's TTL of a key as read (Redlock and show's instance lines).
+func InstanceTTL(in scanner.Instance) string {
+	if in.NoExpiry {
+		return Never
+	}
+	return Duration(in.TTL)
+}
+
+// Ordinal is a count or token column (RE, FENCE, W): the number, or Unknown when there is none.
+func Ordinal(n int64, ok bool) string {
+	if !ok {
+		return Unknown
+	}
+	return fmt.Sprint(n)
+}
+
+// OrUnknown is s, or Unknown when s is empty (HOLDER, TRACE).
+func OrUnknown(s string) string {
+	if s == "" {
+		return Unknown
+	}
+	return s
+}
+
+// Flag is a condition of a lock an on-call engineer must not miss.
+type Flag int
+
+const (
+	FlagNoExpiry Flag = iota // no TTL: the lock never frees itself
+	FlagStuck                // held longer than --stuck-after
+	FlagValueCut             // the value is longer than scanner.ValueCap: only its start was read
+	FlagNoQuorum             // Redlock: fewer instances agree than a quorum needs
+)
+
+// Label is the flag's word in the CLI's FLAGS column and the TUI's detail pane.
+func (f Flag) Label() string {
+	switch f {
+	case FlagNoExpiry:
+		return "NO-EXPIRY"
+	case FlagStuck:
+		return "STUCK"
+	case FlagValueCut:
+		return "value-cut"
+	case FlagNoQuorum:
+		return "NO-QUORUM"
+	}
+	return "?"
+}
+
+// Mark is the flag's one-cell glyph in the TUI's flag column ("" when the flag has none: the
+// TUI shows it elsewhere).
+func (f Flag) Mark() string {
+	switch f {
+	case FlagStuck:
+		return "!"
+	case FlagNoExpiry:
+		return "∞"
+	}
+	return ""
+}
+
+// Flags are l's flags at now, in the order the FLAGS column lists them.
+func Flags(l *scanner.Lock, now time.Time, stuckAfter time.Duration) []Flag {
+	var flags []Flag
+	if l.NoExpiry {
+		flags = append(flags, FlagNoExpiry)
+	}
+	if Stuck(l, now, stuckAfter) {
+		flags = append(flags, FlagStuck)
+	}
+	if l.Truncated {
+		flags = append(flags, FlagValueCut)
+	}
+	if l.Quorum != nil && !l.Quorum.Reached {
+		flags = append(flags, FlagNoQuorum)
+	}
+	return flags
+}
+
+// FlagsText is the FLAGS column: the labels of l's flags, and on a Redlock target its quorum
+// ("quorum 2/3", or "NO-QUORUM 1/3" when not reached).
+func FlagsText(l *scanner.Lock, now time.Time, stuckAfter time.Duration) string {
+	var words []string
+	for _, f := range Flags(l, now, stuckAfter) {
+		if f != FlagNoQuorum {
+			words = append(words, f.Label())
+		}
+	}
+	if q := l.Quorum; q != nil {
+		words = append(words, QuorumText(q))
+	}
+	return strings.Join(words, " ")
+}
+
+// QuorumText is "quorum 2/3", or "NO-QUORUM 1/3" when the agreeing instances are too few.
+func QuorumText(q *scanner.Quorum) string {
+	if !q.Reached {
+		return fmt.Sprintf("%s %d/%d", FlagNoQuorum.Label(), q.Agree, q.Total)
+	}
+	return fmt.Sprintf("quorum %d/%d", q.Agree, q.Total)
+}
+
+// Value is l's value made safe to print (see SafeText), cut at max runes (max <= 0: whole).
+// A value longer than scanner.ValueCap in Redis ends with "…(truncated)": only its start was read.
+func Value(l *scanner.Lock, max int) string {
+	s := SafeText(l.Value, max)
+	if l.Truncated && !strings.HasSuffix(s, " bytes)") {
+		s += "…(truncated)"
+	}
+	return s
+}

@@ -1,0 +1,110 @@
+package present
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+func TestDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		-1200 * time.Millisecond:         "-1.2s", // an age under clock skew
+		0:                                "0ms",
+		950 * time.Millisecond:           "950ms",
+		4290 * time.Millisecond:          "4.2s", // truncated, never rounded up
+		12345 * time.Millisecond:         "12s",
+		37 * time.Second:                 "37s",
+		12*time.Minute + 5*time.Second:   "12m05s",
+		3*time.Hour + 7*time.Minute:      "3h07m",
+		47*time.Hour + 59*time.Minute:    "47h59m",
+		5*24*time.Hour + 2*time.Hour + 1: "5d02h",
+	}
+	for d, want := range cases {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+var t0 = time.Date(2025, 11, 29, 9, 0, 0, 0, time.UTC)
+
+func TestAgeTTLAndFlags(t *testing.T) {
+	old := scanner.Lock{Key: "a", AcquiredAt: t0.Add(-10 * time.Minute), TTL: 4290 * time.Millisecond, FetchedAt: t0, Truncated: true}
+	forever := scanner.Lock{Key: "b", NoExpiry: true, FetchedAt: t0}
+	if got := Age(&old, t0); got != "10m00s" {
+		t.Errorf("age %q", got)
+	}
+	if got := Age(&forever, t0); got != Unknown {
+		t.Errorf("unknown age shown as %q", got)
+	}
+	for now, want := range map[time.Time]string{t0: "4.2s", t0.Add(4 * time.Second): "290ms", t0.Add(5 * time.Second): Expired} {
+		if got := TTL(&old, now); got != want {
+			t.Errorf("TTL at %v = %q, want %q", now.Sub(t0), got, want)
+		}
+	}
+	if got := TTL(&forever, t0); got != Never {
+		t.Errorf("no-expiry TTL %q", got)
+	}
+	if got := FlagsText(&old, t0, 5*time.Minute); got != "STUCK value-cut" {
+		t.Errorf("flags %q", got)
+	}
+	if Stuck(&old, t0, 0) {
+		t.Error("--stuck-after 0 must turn the flag off")
+	}
+	q := scanner.Lock{Key: "c", FetchedAt: t0, Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3}}
+	if got := FlagsText(&q, t0, time.Minute); got != "NO-QUORUM 1/3" {
+		t.Errorf("quorum flags %q", got)
+	}
+	if got := FlagsText(&forever, t0, time.Minute); got != "NO-EXPIRY" {
+		t.Errorf("no-expiry flags %q", got)
+	}
+}
+
+// sortFixture has every kind of tie and unknown, read at different moments like a census.
+func sortFixture() []*scanner.Lock {
+	return []*scanner.Lock{
+		{Key: "lock:e", Node: "", TTL: 30 * time.Second, FetchedAt: t0},
+		{Key: "lock:d", Node: "api-1", NoExpiry: true, AcquiredAt: t0.Add(-time.Hour), FetchedAt: t0},
+		{Key: "lock:c", Node: "api-2", TTL: 10 * time.Second, AcquiredAt: t0.Add(-time.Minute), FetchedAt: t0.Add(time.Second)},
+		{Key: "lock:b", Node: "api-1", TTL: 11 * time.Second, AcquiredAt: t0.Add(-time.Minute), FetchedAt: t0},
+		{Key: "lock:a", Node: "", TTL: 12 * time.Second, FetchedAt: t0},
+	}
+}
+
+func keys(rows []*scanner.Lock) []string {
+	var out []string
+	for _, l := range rows {
+		out = append(out, l.Key)
+	}
+	return out
+}
+
+func TestSortOrders(t *testing.T) {
+	cases := map[Sort][]string{
+		SortByKey: {"lock:a", "lock:b", "lock:c", "lock:d", "lock:e"},
+		// Deadlines: b t0+11s, c t0+1s+10s (a tie: by key), a t0+12s, e t0+30s, d never.
+		SortByTTL:    {"lock:b", "lock:c", "lock:a", "lock:e", "lock:d"},
+		SortByAge:    {"lock:d", "lock:b", "lock:c", "lock:a", "lock:e"},
+		SortByHolder: {"lock:b", "lock:d", "lock:c", "lock:a", "lock:e"},
+	}
+	for s, want := range cases {
+		rows := sortFixture()
+		SortLocks(rows, s, false)
+		if got := keys(rows); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", s, got, want)
+		}
+		SortLocks(rows, s, true)
+		slices.Reverse(want)
+		if got := keys(rows); !slices.Equal(got, want) {
+			t.Errorf("%s reversed: %v, want %v", s, got, want)
+		}
+		if p, err := ParseSort(s.String()); err != nil || p != s {
+			t.Errorf("ParseSort(%q) = %v, %v", s, p, err)
+		}
+	}
+	if _, err := ParseSort("size"); err == nil {
+		t.Error("ParseSort accepted an unknown order")
+	}
+}
