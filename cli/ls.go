@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
@@ -18,10 +20,17 @@ import (
 // Sort orders of ls (docs/cli.md).
 var lsSorts = []string{"key", "ttl", "age", "holder"}
 
-func newLsCmd() *cobra.Command {
-	var asJSON bool
-	var sortBy string
-	var limit int
+// lsOptions is `lockscope ls`.
+type lsOptions struct {
+	IO    IOStreams
+	Conn  connection
+	JSON  bool
+	Sort  string // one of lsSorts
+	Limit int    // 0: all
+}
+
+func newLsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &lsOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the locks: a census of the keys matching --pattern",
@@ -29,46 +38,45 @@ func newLsCmd() *cobra.Command {
 			"The table marks locks without expiry (they never free themselves) and locks held longer than --stuck-after.",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !slices.Contains(lsSorts, sortBy) {
-				return withExit(exitUsage, fmt.Errorf("--sort %q: want one of %s", sortBy, strings.Join(lsSorts, ", ")))
-			}
-			if limit < 0 {
-				return withExit(exitUsage, fmt.Errorf("--limit %d: want 0 (no limit) or more", limit))
-			}
-			return runLs(cmd, asJSON, sortBy, limit)
+			opts.Conn = connectionFlags(cmd, getenv)
+			return runLs(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per lock and line (JSONL)")
-	cmd.Flags().StringVar(&sortBy, "sort", "key", "order: key, ttl (soonest expiry first), age (oldest first) or holder")
-	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N locks (0: all)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per lock and line (JSONL)")
+	cmd.Flags().StringVar(&opts.Sort, "sort", "key", "order: key, ttl (soonest expiry first), age (oldest first) or holder")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "show at most N locks (0: all)")
 	return cmd
 }
 
-func runLs(cmd *cobra.Command, asJSON bool, sortBy string, limit int) error {
-	t, closeTarget, err := openTarget(cmd)
+func runLs(ctx context.Context, opts *lsOptions) error {
+	if !slices.Contains(lsSorts, opts.Sort) {
+		return withExit(exitUsage, fmt.Errorf("--sort %q: want one of %s", opts.Sort, strings.Join(lsSorts, ", ")))
+	}
+	if opts.Limit < 0 {
+		return withExit(exitUsage, fmt.Errorf("--limit %d: want 0 (no limit) or more", opts.Limit))
+	}
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
-	census, err := scanner.New(t, scanner.Options{Pattern: patternFlag(cmd)}).Census(cmd.Context())
+	defer t.Close()
+	census, err := opts.Conn.scanner(t).Census(ctx)
 	if err != nil {
-		return describeError(err)
+		return describeError(t, err)
 	}
-	stderr := cmd.ErrOrStderr()
 	for _, w := range census.Warnings {
-		fmt.Fprintln(stderr, "lockscope: warning:", scrub(w))
+		fmt.Fprintln(opts.IO.ErrOut, "lockscope: warning:", t.Redact(w))
 	}
 	locks := census.Locks
-	sortLocks(locks, sortBy)
+	sortLocks(locks, opts.Sort)
 	total := len(locks)
-	if limit > 0 && len(locks) > limit {
-		locks = locks[:limit]
+	if opts.Limit > 0 && len(locks) > opts.Limit {
+		locks = locks[:opts.Limit]
 	}
-	out := cmd.OutOrStdout()
-	if asJSON {
-		err = writeLocksJSON(out, locks)
+	if opts.JSON {
+		err = writeLocksJSON(opts.IO.Out, locks)
 	} else {
-		err = writeLocksTable(out, locks, total, stuckAfterFlag(cmd), t.Mode)
+		err = writeLocksTable(opts.IO.Out, locks, total, opts.Conn.StuckAfter, t.Mode)
 	}
 	if err != nil {
 		return err
@@ -206,7 +214,7 @@ const (
 	traceWidth  = 20
 )
 
-func writeLocksTable(w io.Writer, locks []scanner.Lock, total int, stuckAfter time.Duration, mode scanner.Mode) error {
+func writeLocksTable(w io.Writer, locks []scanner.Lock, total int, stuckAfter time.Duration, mode connect.Mode) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tHOLDER\tTRACE\tAGE\tTTL\tRE\tFENCE\tFORMAT\tFLAGS")
 	noExpiry, stuck := 0, 0
@@ -236,7 +244,7 @@ func writeLocksTable(w io.Writer, locks []scanner.Lock, total int, stuckAfter ti
 }
 
 // lockFlags are the markers of the FLAGS column.
-func lockFlags(l *scanner.Lock, stuckAfter time.Duration, mode scanner.Mode) []string {
+func lockFlags(l *scanner.Lock, stuckAfter time.Duration, mode connect.Mode) []string {
 	var flags []string
 	if l.NoExpiry {
 		flags = append(flags, "NO-EXPIRY")
@@ -247,7 +255,7 @@ func lockFlags(l *scanner.Lock, stuckAfter time.Duration, mode scanner.Mode) []s
 	if l.Truncated {
 		flags = append(flags, "value-cut")
 	}
-	if mode == scanner.Redlock && l.Quorum != nil {
+	if mode == connect.Redlock && l.Quorum != nil {
 		q := fmt.Sprintf("quorum %d/%d", l.Quorum.Agree, l.Quorum.Total)
 		if !l.Quorum.Reached {
 			q = fmt.Sprintf("NO-QUORUM %d/%d", l.Quorum.Agree, l.Quorum.Total)
@@ -311,14 +319,4 @@ func int64OrDash(n int64, ok bool) string {
 		return "-"
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// usageArgs tags cobra's argument errors with the usage exit code.
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return withExit(exitUsage, err)
-		}
-		return nil
-	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
-	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/connect"
 )
 
 // connState is the health of the connection as the scanner's stream reports it.
@@ -23,7 +23,7 @@ const (
 // statusBar is the top line (target, connection, counts, last scan, read-only badge) and the
 // banner under it while the connection is down.
 type statusBar struct {
-	target   scanner.Target
+	target   connect.Target
 	label    string // extra words about the target (the demo: which server)
 	readOnly bool
 
@@ -61,7 +61,7 @@ func (s statusBar) targetText() string {
 	switch {
 	case len(addrs) == 0:
 		where = "?"
-	case s.target.Mode == scanner.Redlock:
+	case s.target.Mode == connect.Redlock:
 		where = strings.Join(addrs, " ")
 	case len(addrs) > 1:
 		where = addrs[0] + " +" + strconv.Itoa(len(addrs)-1)
@@ -69,7 +69,7 @@ func (s statusBar) targetText() string {
 		where = addrs[0]
 	}
 	mode := s.target.Mode.String()
-	if s.target.Mode == scanner.Redlock {
+	if s.target.Mode == connect.Redlock {
 		mode += "×" + strconv.Itoa(len(addrs))
 	}
 	text := mode + " " + where
