@@ -159,7 +159,7 @@ func runHeadless(ctx context.Context, opts *demoOptions, ctrl *demo.Controller) 
 // demoTarget is where the demo runs and what the console shows: the embedded servers unless
 // --redis was given explicitly (never $REDIS_URL or 127.0.0.1:6379 by default).
 func demoTarget(ctx context.Context, opts *demoOptions) (demo.Target, connect.Target, func(), error) {
-	if !opts.Conn.Explicit {
+	if !opts.Conn.RedisGiven {
 		e, err := demo.StartEmbedded(max(opts.Redlock, 1))
 		if err != nil {
 			return demo.Target{}, connect.Target{}, func() {}, err

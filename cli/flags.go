@@ -59,7 +59,7 @@ func addConnectionFlags(root *cobra.Command) {
 // it. Every command that talks to Redis has one in its options.
 type connection struct {
 	Config     connect.Config
-	Explicit   bool          // --redis was given (the demo uses its embedded servers otherwise)
+	RedisGiven   bool          // --redis was given (the demo uses its embedded servers otherwise)
 	Pattern    string        // --pattern, default lock:*
 	ReadOnly   bool          // --read-only
 	StuckAfter time.Duration // --stuck-after, default 5m
@@ -72,7 +72,7 @@ func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection 
 	f := cmd.Flags()
 	var c connection
 	c.Config.URLs, _ = f.GetStringArray(flagRedis)
-	c.Explicit = f.Changed(flagRedis)
+	c.RedisGiven = f.Changed(flagRedis)
 	if len(c.Config.URLs) == 0 {
 		c.Config.URLs = []string{defaultRedisURL}
 		if env := getenv(envRedisURL); env != "" {
