@@ -59,7 +59,7 @@ func addConnectionFlags(root *cobra.Command) {
 // it. Every command that talks to Redis has one in its options.
 type connection struct {
 	Config     connect.Config
-	RedisGiven   bool          // --redis was given (the demo uses its embedded servers otherwise)
+	RedisGiven bool          // --redis was given (the demo uses its embedded servers otherwise)
 	Pattern    string        // --pattern, default lock:*
 	ReadOnly   bool          // --read-only
 	StuckAfter time.Duration // --stuck-after, default 5m
