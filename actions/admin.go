@@ -17,7 +17,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/connect"
 )
 
 // ErrReadOnly is returned by every mutating method of an Admin made with Options.ReadOnly.
@@ -47,12 +47,12 @@ type Options struct {
 
 // Admin performs admin actions on one target. It is safe for concurrent use.
 type Admin struct {
-	target scanner.Target
+	target connect.Target
 	opts   Options
 }
 
 // New returns an Admin acting on t. It does not own t's clients (it never closes them).
-func New(t scanner.Target, o Options) *Admin {
+func New(t connect.Target, o Options) *Admin {
 	if o.Operator == "" {
 		o.Operator = DefaultOperator()
 	}

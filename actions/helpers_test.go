@@ -5,24 +5,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
-	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
 
 // standalone starts one server and returns its target and client.
-func standalone(t *testing.T) (scanner.Target, *redis.Client, *redistest.Server) {
+func standalone(t *testing.T) (connect.Target, *redis.Client, *redistest.Server) {
 	t.Helper()
 	s := redistest.Start(t)
 	c := s.Client()
-	return scanner.Target{Mode: scanner.Standalone, Clients: []redis.UniversalClient{c}, Addrs: []string{s.Addr}}, c, s
+	return connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{c}, Addrs: []string{s.Addr}}, c, s
 }
 
 // redlock starts n independent servers and returns their target and clients.
-func redlock(t *testing.T, n int) (scanner.Target, []*redis.Client, []*redistest.Server) {
+func redlock(t *testing.T, n int) (connect.Target, []*redis.Client, []*redistest.Server) {
 	t.Helper()
 	servers := redistest.StartN(t, n)
-	target := scanner.Target{Mode: scanner.Redlock}
+	target := connect.Target{Mode: connect.Redlock}
 	var clients []*redis.Client
 	for _, s := range servers {
 		c := s.Client(func(o *redis.Options) { o.MaxRetries = -1; o.DialTimeout = 300 * time.Millisecond })

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/scanner"
@@ -254,7 +255,7 @@ func TestScriptPermissionErrorNamesTheCommand(t *testing.T) {
 		{"nopexpire", "PEXPIRE", func(a *Admin) (Result, error) { return a.Extend(ctx, "lock:p", lockValue, time.Hour, "") }},
 	} {
 		limited := s.Client(func(o *redis.Options) { o.Username, o.Password = tc.user, "pw" })
-		a := New(scanner.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+		a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
 		_, err := tc.act(a)
 		var perm *ScriptPermissionError
 		if !errors.As(err, &perm) || perm.Command != tc.command {
@@ -287,7 +288,7 @@ func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	limited := srv.Client(func(o *redis.Options) { o.Username, o.Password = "locksonly", "pw" })
-	la := New(scanner.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	la := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
 	if res, _ := la.Extend(ctx, "lock:levels", inner.Value(), time.Minute, "stuck job"); res.Outcome != Failed ||
 		res.Instances[0].Err == nil || !strings.Contains(res.Instances[0].Err.Error(), "re-entrant") {
 		t.Fatalf("extend without access to the levels: %+v, want failed, saying why", res)

@@ -21,6 +21,9 @@ func (e *ScriptPermissionError) Error() string {
 
 func (e *ScriptPermissionError) Unwrap() error { return e.Err }
 
+// DeniedCommand is the command the ACL refused (package connect names it in its message).
+func (e *ScriptPermissionError) DeniedCommand() string { return e.Command }
+
 var (
 	scriptDenied = regexp.MustCompile(`can't run this command.*@user_script:(\d+)`)
 	scriptCall   = regexp.MustCompile(`redis\.call\('([A-Za-z]+)'`)

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
-	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,7 +42,7 @@ func listen(t *testing.T, c *redis.Client, pattern string) *redis.PubSub {
 // release published want on a channel starting with channelPrefix, and that the waiter got
 // the lock. (Whether a locklib waiter acts on such a message is locklib's own tests' job;
 // timing the waiter here could not tell a wake-up from a lucky back-off.)
-func forceRelease(t *testing.T, target scanner.Target, held *locklib.Lock, ps *redis.PubSub, channelPrefix string, want func(payload string) bool, waiter <-chan error) {
+func forceRelease(t *testing.T, target connect.Target, held *locklib.Lock, ps *redis.PubSub, channelPrefix string, want func(payload string) bool, waiter <-chan error) {
 	t.Helper()
 	res, err := New(target, Options{}).Release(testCtx(t), held.Key(), held.Value(), "stuck")
 	if err != nil || res.Outcome != Released {
@@ -130,7 +130,7 @@ func TestForceReleaseWithoutWakeUpPermissions(t *testing.T) {
 		}
 		mustSet(t, c, "lock:acl", lockValue, time.Minute)
 		limited := s.Client(func(o *redis.Options) { o.Username, o.Password = user, "pw" })
-		a := New(scanner.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+		a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
 		if res, err := a.Release(ctx, "lock:acl", lockValue, ""); err != nil || res.Outcome != Released {
 			t.Errorf("%s: release %q %v, want released", user, res.Outcome, err)
 		}

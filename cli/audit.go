@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,50 +9,58 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
 
-func newAuditCmd() *cobra.Command {
-	var asJSON bool
-	var limit int
+// auditOptions is `lockscope audit`.
+type auditOptions struct {
+	IO    IOStreams
+	Conn  connection
+	JSON  bool
+	Limit int // the newest N records
+}
+
+func newAuditCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &auditOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show the audit trail of admin actions (stream " + actions.DefaultAuditStream + "), newest first",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit <= 0 {
-				return withExit(exitUsage, fmt.Errorf("--limit %d: want 1 or more", limit))
-			}
-			return runAudit(cmd, asJSON, limit)
+			opts.Conn = connectionFlags(cmd, getenv)
+			return runAudit(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per record and line (JSONL)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "show the newest N records")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per record and line (JSONL)")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 50, "show the newest N records")
 	return cmd
 }
 
-func runAudit(cmd *cobra.Command, asJSON bool, limit int) error {
-	t, closeTarget, err := openTarget(cmd)
+func runAudit(ctx context.Context, opts *auditOptions) error {
+	if opts.Limit <= 0 {
+		return withExit(exitUsage, fmt.Errorf("--limit %d: want 1 or more", opts.Limit))
+	}
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
-	records, readErr := newAdmin(cmd, t).Audit(cmd.Context(), limit)
+	defer t.Close()
+	records, readErr := opts.Conn.admin(t).Audit(ctx, opts.Limit)
 	if readErr != nil && len(records) == 0 {
-		return describeError(readErr)
+		return describeError(t, readErr)
 	}
-	out := cmd.OutOrStdout()
-	if asJSON {
-		err = writeAuditJSON(out, records)
+	if opts.JSON {
+		err = writeAuditJSON(opts.IO.Out, records, t)
 	} else {
-		err = writeAuditTable(out, records)
+		err = writeAuditTable(opts.IO.Out, records, t)
 	}
 	if err != nil {
 		return err
 	}
 	if readErr != nil {
-		return withExit(exitPartial, fmt.Errorf("partial audit trail: %s", describeError(readErr)))
+		return withExit(exitPartial, fmt.Errorf("partial audit trail: %s", describeError(t, readErr)))
 	}
 	return nil
 }
@@ -72,7 +81,7 @@ type auditJSON struct {
 	Sources   []string `json:"sources"`
 }
 
-func writeAuditJSON(w io.Writer, records []actions.AuditRecord) error {
+func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, r := range records {
@@ -86,7 +95,7 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord) error {
 			j.Time = &at
 		}
 		if r.Error != "" {
-			msg := scrub(present.SafeText(r.Error, 0))
+			msg := present.SafeText(t.Redact(r.Error), 0)
 			j.Error = &msg
 		}
 		if r.Action == actions.ActionExtend {
@@ -103,7 +112,7 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord) error {
 	return nil
 }
 
-func writeAuditTable(w io.Writer, records []actions.AuditRecord) error {
+func writeAuditTable(w io.Writer, records []actions.AuditRecord, t connect.Target) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tOPERATOR\tACTION\tKEY\tRESULT\tREASON\tSEEN")
 	for _, r := range records {
@@ -113,7 +122,7 @@ func writeAuditTable(w io.Writer, records []actions.AuditRecord) error {
 		}
 		result := present.Safe(r.Result)
 		if r.Error != "" {
-			result = present.Sprintf("%s: %s", r.Result, present.Cut{Text: scrub(r.Error), Max: 60})
+			result = present.Sprintf("%s: %s", r.Result, present.Cut{Text: t.Redact(r.Error), Max: 60})
 		}
 		fmt.Fprint(tw, present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339),
 			present.Cut{Text: r.Operator, Max: 32}, action, present.Cut{Text: r.Key, Max: keyWidth}, result,

@@ -118,7 +118,6 @@ func TestCLICluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client()
 	ctx := context.Background()
-	cliBinary(t)
 	keys := []string{"lock:a", "lock:b", "lock:c", "lock:d", "lock:e", "lock:f"}
 	masters := map[string]bool{}
 	for _, k := range keys {

@@ -10,34 +10,33 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/demo"
-	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
-
-// exitUnsafe: the demo saw two critical sections interleave (docs/demo.md).
-const exitUnsafe = 10
 
 // defaultHeadlessDuration is the length of a --headless run without --duration.
 const defaultHeadlessDuration = 20 * time.Second
 
-// demoFlags are the demo's own flags.
-type demoFlags struct {
-	scenario  string
-	workers   int
-	resources int
-	redlock   int
-	ttl       time.Duration
-	duration  time.Duration
-	headless  bool
-	json      bool
+// demoOptions is `lockscope demo`: its own flags, and the connection flags (used only when
+// --redis is given: the demo runs on embedded servers otherwise).
+type demoOptions struct {
+	IO        IOStreams
+	Conn      connection
+	Scenario  string
+	Workers   int
+	Resources int
+	Redlock   int
+	TTL       time.Duration
+	Duration  time.Duration
+	Headless  bool
+	JSON      bool
 }
 
-func newDemoCmd() *cobra.Command {
-	var f demoFlags
+func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &demoOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch workers fight over locks, crash, expire and get fenced off (embedded Redis unless --redis)",
@@ -49,44 +48,46 @@ func newDemoCmd() *cobra.Command {
 			"127.0.0.1:6379. --headless prints a summary instead of opening the console, and exits " +
 			fmt.Sprint(exitUnsafe) + " if any overlap was seen.",
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Conn = connectionFlags(cmd, getenv)
+			return runDemo(cmd.Context(), opts)
+		},
 	}
 	names := make([]string, len(demo.Scenarios))
 	for i, s := range demo.Scenarios {
 		names[i] = string(s)
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.scenario, "scenario", string(demo.Mixed), "faults to provoke: "+strings.Join(names, ", "))
-	fl.IntVar(&f.workers, "workers", demo.DefaultWorkers, "contending workers")
-	fl.IntVar(&f.resources, "resources", demo.DefaultResources, "protected resources (lock keys lock:demo:<name>)")
-	fl.IntVar(&f.redlock, "redlock", 0, "Redlock over N instances: N embedded servers, or the N --redis URLs given")
-	fl.DurationVar(&f.ttl, "ttl", demo.DefaultTTL, "lock TTL; work and fault timings scale with it")
-	fl.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("run length (default: until you quit; %v with --headless)", defaultHeadlessDuration))
-	fl.BoolVar(&f.headless, "headless", false, "no console: run, print a summary, exit non-zero on any overlap")
-	fl.BoolVar(&f.json, "json", false, "with --headless: the summary as JSON")
+	fl.StringVar(&opts.Scenario, "scenario", string(demo.Mixed), "faults to provoke: "+strings.Join(names, ", "))
+	fl.IntVar(&opts.Workers, "workers", demo.DefaultWorkers, "contending workers")
+	fl.IntVar(&opts.Resources, "resources", demo.DefaultResources, "protected resources (lock keys lock:demo:<name>)")
+	fl.IntVar(&opts.Redlock, "redlock", 0, "Redlock over N instances: N embedded servers, or the N --redis URLs given")
+	fl.DurationVar(&opts.TTL, "ttl", demo.DefaultTTL, "lock TTL; work and fault timings scale with it")
+	fl.DurationVar(&opts.Duration, "duration", 0, fmt.Sprintf("run length (default: until you quit; %v with --headless)", defaultHeadlessDuration))
+	fl.BoolVar(&opts.Headless, "headless", false, "no console: run, print a summary, exit non-zero on any overlap")
+	fl.BoolVar(&opts.JSON, "json", false, "with --headless: the summary as JSON")
 	return cmd
 }
 
-func runDemo(cmd *cobra.Command, f demoFlags) error {
-	// go-redis logs failed dials to stderr, which would garble the console during a failover.
-	silenceRedisLog.Do(func() { redis.SetLogger(discardLogger{}) })
-	scenario, err := demo.ParseScenario(f.scenario)
+func runDemo(ctx context.Context, opts *demoOptions) error {
+	scenario, err := demo.ParseScenario(opts.Scenario)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	if f.json && !f.headless {
+	if opts.JSON && !opts.Headless {
 		return withExit(exitUsage, errors.New("--json needs --headless"))
 	}
-	if f.workers < 1 || f.resources < 1 {
-		return withExit(exitUsage, fmt.Errorf("--workers %d --resources %d: want at least 1 of each", f.workers, f.resources))
+	if opts.Workers < 1 || opts.Resources < 1 {
+		return withExit(exitUsage, fmt.Errorf("--workers %d --resources %d: want at least 1 of each", opts.Workers, opts.Resources))
 	}
-	if f.redlock < 0 {
-		return withExit(exitUsage, fmt.Errorf("--redlock %d: want the number of instances", f.redlock))
+	if opts.Redlock < 0 {
+		return withExit(exitUsage, fmt.Errorf("--redlock %d: want the number of instances", opts.Redlock))
 	}
-	if f.headless && f.duration == 0 {
-		f.duration = defaultHeadlessDuration
+	duration := opts.Duration
+	if opts.Headless && duration == 0 {
+		duration = defaultHeadlessDuration
 	}
-	target, view, closeTarget, err := demoTarget(cmd, f.redlock)
+	target, view, closeTarget, err := demoTarget(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -95,21 +96,21 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	ctrl, err := demo.Start(demo.Config{
 		Target:    target,
 		Scenario:  scenario,
-		Workers:   f.workers,
-		Resources: f.resources,
-		TTL:       f.ttl,
-		Duration:  f.duration,
+		Workers:   opts.Workers,
+		Resources: opts.Resources,
+		TTL:       opts.TTL,
+		Duration:  duration,
 	})
 	if errors.Is(err, demo.ErrBadConfig) {
 		return withExit(exitUsage, err)
 	}
 	if err != nil {
-		return describeError(err)
+		return describeError(view, err)
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if f.headless {
-		return runHeadless(ctx, cmd, ctrl, f.json)
+	if opts.Headless {
+		return runHeadless(ctx, opts, ctrl)
 	}
 	defer ctrl.Stop()
 	uiCtx, cancel := context.WithCancel(ctx)
@@ -123,29 +124,28 @@ func runDemo(cmd *cobra.Command, f demoFlags) error {
 	}()
 	err = ui.Run(uiCtx, ui.Options{
 		Target:      view,
-		Scanner:     scanner.New(view, scanner.Options{Pattern: patternFlag(cmd)}),
-		Admin:       newAdmin(cmd, view),
-		ReadOnly:    readOnlyFlag(cmd),
-		StuckAfter:  stuckAfterFlag(cmd),
+		Scanner:     opts.Conn.scanner(view),
+		Admin:       opts.Conn.admin(view),
+		ReadOnly:    opts.Conn.ReadOnly,
+		StuckAfter:  opts.Conn.StuckAfter,
 		TargetLabel: "demo on " + ctrl.Label(),
 		Demo:        ctrl,
 	})
-	return describeError(err)
+	return describeError(view, err)
 }
 
 // runHeadless waits for the run (or Ctrl-C), prints the summary and fails on any overlap.
-func runHeadless(ctx context.Context, cmd *cobra.Command, ctrl *demo.Controller, asJSON bool) error {
+func runHeadless(ctx context.Context, opts *demoOptions, ctrl *demo.Controller) error {
 	select {
 	case <-ctrl.Done():
 	case <-ctx.Done():
 	}
 	summary := ctrl.Stop()
-	out := cmd.OutOrStdout()
 	var err error
-	if asJSON {
-		err = summary.WriteJSON(out)
+	if opts.JSON {
+		err = summary.WriteJSON(opts.IO.Out)
 	} else {
-		err = summary.WriteText(out)
+		err = summary.WriteText(opts.IO.Out)
 	}
 	if err != nil {
 		return err
@@ -158,69 +158,28 @@ func runHeadless(ctx context.Context, cmd *cobra.Command, ctrl *demo.Controller,
 
 // demoTarget is where the demo runs and what the console shows: the embedded servers unless
 // --redis was given explicitly (never $REDIS_URL or 127.0.0.1:6379 by default).
-func demoTarget(cmd *cobra.Command, redlock int) (demo.Target, scanner.Target, func(), error) {
-	if !redisFlagGiven(cmd) {
-		return embeddedDemoTarget(redlock)
+func demoTarget(ctx context.Context, opts *demoOptions) (demo.Target, connect.Target, func(), error) {
+	if !opts.Conn.RedisGiven {
+		e, err := demo.StartEmbedded(max(opts.Redlock, 1))
+		if err != nil {
+			return demo.Target{}, connect.Target{}, func() {}, err
+		}
+		view := e.Inspect(opts.Redlock > 1)
+		return e.Target(opts.Redlock > 1), view, func() { view.Close(); e.Close() }, nil
 	}
-	view, closeView, err := openTarget(cmd)
+	view, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
-		return demo.Target{}, scanner.Target{}, func() {}, err
+		return demo.Target{}, connect.Target{}, func() {}, err
 	}
-	if redlock > 0 && redlock != len(view.Clients) || redlock > 1 && view.Mode == scanner.Cluster {
-		closeView()
-		return demo.Target{}, scanner.Target{}, func() {}, withExit(exitUsage,
+	if redlock := opts.Redlock; redlock > 0 && redlock != len(view.Clients) || redlock > 1 && view.Mode == connect.Cluster {
+		view.Close()
+		return demo.Target{}, connect.Target{}, func() {}, withExit(exitUsage,
 			fmt.Errorf("--redlock %d with --redis: give %d --redis URLs of independent servers (got %d)", redlock, redlock, len(view.Addrs)))
 	}
-	dials := make([]func() redis.UniversalClient, len(view.Clients))
-	for i, c := range view.Clients {
-		if dials[i], err = cloner(c); err != nil {
-			closeView()
-			return demo.Target{}, scanner.Target{}, func() {}, err
-		}
-	}
-	t := demo.Target{
-		Label:   view.Mode.String() + " " + strings.Join(view.Addrs, ","),
-		Addrs:   view.Addrs,
-		Redlock: view.Mode == scanner.Redlock,
-		Dial:    func(i int) redis.UniversalClient { return dials[i]() },
-	}
-	if view.Mode == scanner.Cluster {
-		t.Addrs = []string{strings.Join(view.Addrs, ",")} // one cluster client, seeded with every address
-	}
-	return t, view, closeView, nil
-}
-
-func embeddedDemoTarget(redlock int) (demo.Target, scanner.Target, func(), error) {
-	e, err := demo.StartEmbedded(max(redlock, 1))
+	t, err := demo.OnServers(view)
 	if err != nil {
-		return demo.Target{}, scanner.Target{}, func() {}, err
+		view.Close()
+		return demo.Target{}, connect.Target{}, func() {}, err
 	}
-	t := e.Target(redlock > 1)
-	view := scanner.Target{Mode: scanner.Standalone, Addrs: t.Addrs}
-	if t.Redlock {
-		view.Mode = scanner.Redlock
-	}
-	for _, addr := range t.Addrs {
-		view.Clients = append(view.Clients, redis.NewClient(demo.EmbeddedClientOptions(addr)))
-	}
-	closeAll := func() {
-		for _, c := range view.Clients {
-			_ = c.Close()
-		}
-		e.Close()
-	}
-	return t, view, closeAll, nil
-}
-
-// cloner makes new clients with c's options: each demo worker needs clients of its own.
-func cloner(c redis.UniversalClient) (func() redis.UniversalClient, error) {
-	switch c := c.(type) {
-	case *redis.ClusterClient:
-		o := *c.Options()
-		return func() redis.UniversalClient { o := o; return redis.NewClusterClient(&o) }, nil
-	case *redis.Client:
-		o := *c.Options()
-		return func() redis.UniversalClient { o := o; return redis.NewClient(&o) }, nil
-	}
-	return nil, fmt.Errorf("demo: cannot copy a client of type %T", c)
+	return t, view, view.Close, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
 )
 
 // The headless demo on its embedded server: JSON with the documented top-level fields, exit 0.
@@ -35,6 +37,18 @@ func TestDemoHeadlessJSON(t *testing.T) {
 	}
 	if phases, _ := s["scenarios"].([]any); len(phases) < 4 {
 		t.Errorf("mixed run with %d scenarios, want healthy, slow, crash and pause", len(phases))
+	}
+}
+
+// With --redis the demo runs on those servers: each worker dials clients of its own with the
+// options of the connection (connect.Target.Dialer).
+func TestDemoHeadlessOnRedis(t *testing.T) {
+	s := redistest.Start(t)
+	r := runCLI(t, cliOpts{}, "demo", "--headless", "--duration", "2s", "--ttl", "1s", "--json", "--redis", redisURL(s.Addr))
+	expectExit(t, r, 0)
+	sum := jsonLines(t, compactJSON(t, r.stdout))[0]
+	if sum["server"] != "standalone "+s.Addr || sum["sections"].(float64) < 1 || sum["overlaps"].(float64) != 0 {
+		t.Errorf("summary %v", sum)
 	}
 }
 

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/lockscope/lockscope/actions"
 	"github.com/spf13/cobra"
 )
 
-func newExtendCmd() *cobra.Command {
-	var req actionRequest
+func newExtendCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &actionOptions{IO: ios, Action: actions.ActionExtend}
 	cmd := &cobra.Command{
 		Use:   "extend KEY --ttl 30s",
 		Short: "Set a lock's TTL, only if it still holds the value you saw (compare-and-PEXPIRE)",
@@ -18,15 +15,11 @@ func newExtendCmd() *cobra.Command {
 			"Exit codes: 0 extended, 4 changed hands (nothing changed), 5 already gone.",
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if req.ttl < time.Millisecond { // PEXPIRE's unit
-				return withExit(exitUsage, fmt.Errorf("--ttl is required and must be at least 1ms (e.g. --ttl 30s)"))
-			}
-			req.action, req.key = actions.ActionExtend, args[0]
-			req.expectGiven = cmd.Flags().Changed("expect")
-			return runAction(cmd, req)
+			opts.fill(cmd, getenv, args[0])
+			return runAction(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().DurationVar(&req.ttl, "ttl", 0, "the new TTL, e.g. 30s (required)")
-	addActionFlags(cmd, &req)
+	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "the new TTL, e.g. 30s (required)")
+	addActionFlags(cmd, opts)
 	return cmd
 }

@@ -1,16 +1,19 @@
 package cli
 
 import (
-	"os"
+	"context"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
 
 // Names of the shared connection flags (persistent on the root command, so every command,
-// the TUI and the demo included, has them). target.go turns them into a scanner.Target.
+// the TUI and the demo included, has them). connectionFlags turns them into a connection.
 const (
 	flagRedis       = "redis"
 	flagCluster     = "cluster"
@@ -36,7 +39,7 @@ const (
 
 // addConnectionFlags registers the shared connection flags on root as persistent flags.
 // --redis has no flag default on purpose: $REDIS_URL may hold a password and cobra would print
-// it in --help; the default is applied in redisURLs instead.
+// it in --help; the default is applied in connectionFlags instead.
 func addConnectionFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringArray(flagRedis, nil, "Redis URL: redis://, rediss:// (TLS) or unix://; repeat for N independent "+
@@ -52,64 +55,66 @@ func addConnectionFlags(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitUsage, err) })
 }
 
-// redisURLs is the list of Redis URLs to connect to: the --redis flags, else $REDIS_URL,
-// else redis://127.0.0.1:6379.
-func redisURLs(cmd *cobra.Command) []string {
-	if urls, _ := cmd.Flags().GetStringArray(flagRedis); len(urls) > 0 {
-		return urls
+// connection is what the shared flags say about the deployment: where it is and how to treat
+// it. Every command that talks to Redis has one in its options.
+type connection struct {
+	Config     connect.Config
+	RedisGiven bool          // --redis was given (the demo uses its embedded servers otherwise)
+	Pattern    string        // --pattern, default lock:*
+	ReadOnly   bool          // --read-only
+	StuckAfter time.Duration // --stuck-after, default 5m
+	Operator   string        // --operator; "" lets actions use the OS user@host
+}
+
+// connectionFlags reads the shared flags of cmd. The Redis URLs are the --redis flags, else
+// $REDIS_URL, else redis://127.0.0.1:6379; the fallback password is $LOCKSCOPE_PASSWORD.
+func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection {
+	f := cmd.Flags()
+	var c connection
+	c.Config.URLs, _ = f.GetStringArray(flagRedis)
+	c.RedisGiven = f.Changed(flagRedis)
+	if len(c.Config.URLs) == 0 {
+		c.Config.URLs = []string{defaultRedisURL}
+		if env := getenv(envRedisURL); env != "" {
+			c.Config.URLs = []string{env}
+		}
 	}
-	if env := os.Getenv(envRedisURL); env != "" {
-		return []string{env}
+	c.Config.Cluster, _ = f.GetBool(flagCluster)
+	c.Config.TLSCAFile, _ = f.GetString(flagTLSCA)
+	c.Config.TLSInsecure, _ = f.GetBool(flagTLSInsecure)
+	c.Config.Password = getenv(envPassword)
+	if c.Pattern, _ = f.GetString(flagPattern); c.Pattern == "" {
+		c.Pattern = defaultPattern
 	}
-	return []string{defaultRedisURL}
-}
-
-// redisFlagGiven reports whether --redis was given on the command line (the demo uses its own
-// embedded server otherwise and never falls back to $REDIS_URL or 127.0.0.1:6379).
-func redisFlagGiven(cmd *cobra.Command) bool {
-	f := cmd.Flags().Lookup(flagRedis)
-	return f != nil && f.Changed
-}
-
-// clusterFlag reports --cluster.
-func clusterFlag(cmd *cobra.Command) bool {
-	v, _ := cmd.Flags().GetBool(flagCluster)
-	return v
-}
-
-// patternFlag is --pattern (default lock:*).
-func patternFlag(cmd *cobra.Command) string {
-	v, _ := cmd.Flags().GetString(flagPattern)
-	if v == "" {
-		return defaultPattern
+	c.ReadOnly, _ = f.GetBool(flagReadOnly)
+	if d, err := f.GetDuration(flagStuckAfter); err == nil && d > 0 {
+		c.StuckAfter = d
+	} else {
+		c.StuckAfter = defaultStuckAfter
 	}
-	return v
+	c.Operator, _ = f.GetString(flagOperator)
+	return c
 }
 
-// readOnlyFlag reports --read-only.
-func readOnlyFlag(cmd *cobra.Command) bool {
-	v, _ := cmd.Flags().GetBool(flagReadOnly)
-	return v
-}
-
-// stuckAfterFlag is --stuck-after (default 5m).
-func stuckAfterFlag(cmd *cobra.Command) time.Duration {
-	v, err := cmd.Flags().GetDuration(flagStuckAfter)
-	if err != nil || v <= 0 {
-		return defaultStuckAfter
+// open connects (connect.Open) and reports Redlock instances that do not answer on stderr as
+// warnings; the error is ready to return from a run function (exit code, no password).
+func (c connection) open(ctx context.Context, stderr io.Writer) (connect.Target, error) {
+	t, down, err := connect.Open(ctx, c.Config)
+	if err != nil {
+		return connect.Target{}, describeError(t, err)
 	}
-	return v
-}
-
-// operatorFlag is --operator, else the OS user@host.
-func operatorFlag(cmd *cobra.Command) string {
-	if v, _ := cmd.Flags().GetString(flagOperator); v != "" {
-		return v
+	for _, err := range down {
+		fmt.Fprintln(stderr, "lockscope: warning:", err)
 	}
-	return actions.DefaultOperator()
+	return t, nil
 }
 
-// newAdmin returns the actions.Admin for target with the operator and --read-only of cmd.
-func newAdmin(cmd *cobra.Command, target scanner.Target) *actions.Admin {
-	return actions.New(target, actions.Options{Operator: operatorFlag(cmd), ReadOnly: readOnlyFlag(cmd)})
+// scanner is the census of target under --pattern.
+func (c connection) scanner(target connect.Target) *scanner.Scanner {
+	return scanner.New(target, scanner.Options{Pattern: c.Pattern})
+}
+
+// admin is the actions.Admin for target with --operator and --read-only.
+func (c connection) admin(target connect.Target) *actions.Admin {
+	return actions.New(target, actions.Options{Operator: c.Operator, ReadOnly: c.ReadOnly})
 }

@@ -15,9 +15,11 @@ import (
 	"time"
 )
 
-// TestMain of package cli: the end-to-end tests share one lockscope binary built on first
+// TestMain of package cli: most tests run commands in-process (runCLI); the few that need the
+// real process (a terminal, tmux, the exit status) share one lockscope binary built on first
 // use (cliBinary) and removed here when the run ends.
 func TestMain(m *testing.M) {
+	quietRedisLog() // before any test: go-redis' logger is a global the tests' clients read
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
@@ -53,7 +55,7 @@ func cliBinary(t testing.TB) string {
 	return binPath
 }
 
-// cliRun is the outcome of one run of the binary.
+// cliRun is the outcome of one command line.
 type cliRun struct {
 	stdout, stderr string
 	code           int
@@ -63,22 +65,37 @@ func (r cliRun) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-// cliOpts changes how runCLI starts the binary.
+// cliOpts changes how runCLI runs a command line.
 type cliOpts struct {
-	stdin string   // fed to stdin (a pipe: not a terminal)
-	env   []string // extra KEY=VALUE
+	stdin string   // fed to stdin (a reader: not a terminal)
+	env   []string // KEY=VALUE: the only environment the command sees
 }
 
-// runCLI runs the binary with args, without $REDIS_URL / $LOCKSCOPE_PASSWORD from the
-// environment of the test, and returns its output and exit code.
+// runCLI runs the command line in-process, as Run would, with buffers for its streams and
+// o.env as its whole environment (never the test's $REDIS_URL or $LOCKSCOPE_PASSWORD), and
+// returns its output and exit code.
 func runCLI(t testing.TB, o cliOpts, args ...string) cliRun {
+	t.Helper()
+	env := map[string]string{}
+	for _, kv := range o.env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(args, IOStreams{In: strings.NewReader(o.stdin), Out: &stdout, ErrOut: &stderr},
+		func(k string) string { return env[k] })
+	return cliRun{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// runBinary runs the built binary with args, without $REDIS_URL / $LOCKSCOPE_PASSWORD from the
+// environment of the test, and returns its output and exit code.
+func runBinary(t testing.TB, args ...string) cliRun {
 	t.Helper()
 	bin := cliBinary(t) // first: the build must not eat into the run's timeout
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(cleanEnv(), o.env...)
-	cmd.Stdin = strings.NewReader(o.stdin)
+	cmd.Env = cleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,10 +14,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newLsCmd() *cobra.Command {
-	var asJSON bool
-	var sortBy string
-	var limit int
+// lsOptions is `lockscope ls`.
+type lsOptions struct {
+	IO    IOStreams
+	Conn  connection
+	JSON  bool
+	Sort  string // a present.Sort name
+	Limit int    // 0: all
+}
+
+func newLsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &lsOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the locks: a census of the keys matching --pattern",
@@ -24,35 +32,35 @@ func newLsCmd() *cobra.Command {
 			"The table marks locks without expiry (they never free themselves) and locks held longer than --stuck-after.",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			by, err := present.ParseSort(sortBy)
-			if err != nil {
-				return withExit(exitUsage, fmt.Errorf("--sort %q: %w", sortBy, err))
-			}
-			if limit < 0 {
-				return withExit(exitUsage, fmt.Errorf("--limit %d: want 0 (no limit) or more", limit))
-			}
-			return runLs(cmd, asJSON, by, limit)
+			opts.Conn = connectionFlags(cmd, getenv)
+			return runLs(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per lock and line (JSONL)")
-	cmd.Flags().StringVar(&sortBy, "sort", "key", "order: key, ttl (soonest expiry first), age (oldest first) or holder")
-	cmd.Flags().IntVar(&limit, "limit", 0, "show at most N locks (0: all)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per lock and line (JSONL)")
+	cmd.Flags().StringVar(&opts.Sort, "sort", "key", "order: key, ttl (soonest expiry first), age (oldest first) or holder")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "show at most N locks (0: all)")
 	return cmd
 }
 
-func runLs(cmd *cobra.Command, asJSON bool, by present.Sort, limit int) error {
-	t, closeTarget, err := openTarget(cmd)
+func runLs(ctx context.Context, opts *lsOptions) error {
+	by, err := present.ParseSort(opts.Sort)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("--sort %q: %w", opts.Sort, err))
+	}
+	if opts.Limit < 0 {
+		return withExit(exitUsage, fmt.Errorf("--limit %d: want 0 (no limit) or more", opts.Limit))
+	}
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
-	census, err := scanner.New(t, scanner.Options{Pattern: patternFlag(cmd)}).Census(cmd.Context())
+	defer t.Close()
+	census, err := opts.Conn.scanner(t).Census(ctx)
 	if err != nil {
-		return describeError(err)
+		return describeError(t, err)
 	}
-	stderr := cmd.ErrOrStderr()
 	for _, w := range census.Warnings {
-		fmt.Fprintln(stderr, "lockscope: warning:", scrub(w))
+		fmt.Fprintln(opts.IO.ErrOut, "lockscope: warning:", t.Redact(w))
 	}
 	locks := make([]*scanner.Lock, len(census.Locks))
 	for i := range census.Locks {
@@ -60,14 +68,13 @@ func runLs(cmd *cobra.Command, asJSON bool, by present.Sort, limit int) error {
 	}
 	present.SortLocks(locks, by, false)
 	total := len(locks)
-	if limit > 0 && len(locks) > limit {
-		locks = locks[:limit]
+	if opts.Limit > 0 && len(locks) > opts.Limit {
+		locks = locks[:opts.Limit]
 	}
-	out := cmd.OutOrStdout()
-	if asJSON {
-		err = writeLocksJSON(out, locks)
+	if opts.JSON {
+		err = writeLocksJSON(opts.IO.Out, locks)
 	} else {
-		err = writeLocksTable(out, locks, total, stuckAfterFlag(cmd))
+		err = writeLocksTable(opts.IO.Out, locks, total, opts.Conn.StuckAfter)
 	}
 	if err != nil {
 		return err
@@ -189,14 +196,4 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter t
 	}
 	_, err := fmt.Fprintf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, stuckAfter)
 	return err
-}
-
-// usageArgs tags cobra's argument errors with the usage exit code.
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return withExit(exitUsage, err)
-		}
-		return nil
-	}
 }

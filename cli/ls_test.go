@@ -87,7 +87,6 @@ const (
 // seedLocks writes one lock of each kind a census meets.
 func seedLocks(t *testing.T, c *redis.Client) {
 	t.Helper()
-	cliBinary(t) // build first: a slow build must not run down the TTLs below
 	ctx := context.Background()
 	fresh := fmt.Sprintf("worker-3:job-9:%d:fedcba9876543210:2", time.Now().UnixMilli())
 	must := func(err error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/present/presenttest"
 	"github.com/lockscope/lockscope/scanner"
@@ -85,7 +86,7 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 		Instances: []actions.InstanceResult{{Addr: "a", Outcome: actions.ChangedHands, Current: hostile}, {Addr: "b", Outcome: actions.NotALock, Current: hostile}}}
 	for _, o := range []actions.Outcome{actions.Released, actions.Extended, actions.ChangedHands, actions.NotALock, actions.AlreadyGone} {
 		res.Outcome = o
-		if err := writeResult(&result, res); err != nil {
+		if err := writeResult(&result, res, connect.Target{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := resultExit(res); err != nil {
@@ -93,15 +94,15 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 		}
 	}
 	mustBeInert(t, "release", result.String())
-	mustBeInert(t, "held", string(heldText(actions.HeldValue{Addr: "a", Exists: true, Value: hostile, PTTL: time.Second}))+
-		string(heldText(actions.HeldValue{Addr: "a", Err: errors.New(hostile)})))
+	mustBeInert(t, "held", string(heldText(actions.HeldValue{Addr: "a", Exists: true, Value: hostile, PTTL: time.Second}, connect.Target{}))+
+		string(heldText(actions.HeldValue{Addr: "a", Err: errors.New(hostile)}, connect.Target{})))
 	if got := string(holderText(`x"` + "\x1b")); got != `value "x\"\\x1b"` {
 		t.Errorf("holder of a plain value: %s (the value is escaped, then quoted)", got)
 	}
 
 	rec := actions.AuditRecord{Time: now, Operator: hostile, Action: actions.ActionRelease, Key: hostile, Seen: hostile,
 		Result: actions.Failed, Error: hostile, Reason: hostile}
-	if err := writeAuditTable(&audit, []actions.AuditRecord{rec}); err != nil {
+	if err := writeAuditTable(&audit, []actions.AuditRecord{rec}, connect.Target{}); err != nil {
 		t.Fatal(err)
 	}
 	mustBeInert(t, "audit", audit.String())

@@ -13,13 +13,14 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
 
-func newReleaseCmd() *cobra.Command {
-	var req actionRequest
+func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &actionOptions{IO: ios, Action: actions.ActionRelease}
 	cmd := &cobra.Command{
 		Use:   "release KEY",
 		Short: "Force-release a lock: delete it only if it still holds the value you saw",
@@ -28,73 +29,82 @@ func newReleaseCmd() *cobra.Command {
 			"(or by --yes). Exit codes: 0 released, 4 changed hands (nothing deleted), 5 already gone.",
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.action, req.key = actions.ActionRelease, args[0]
-			req.expectGiven = cmd.Flags().Changed("expect")
-			return runAction(cmd, req)
+			opts.fill(cmd, getenv, args[0])
+			return runAction(cmd.Context(), opts)
 		},
 	}
-	addActionFlags(cmd, &req)
+	addActionFlags(cmd, opts)
 	return cmd
 }
 
 // addActionFlags registers the flags release and extend share.
-func addActionFlags(cmd *cobra.Command, req *actionRequest) {
-	cmd.Flags().StringVar(&req.expect, "expect", "", "act only if the lock holds exactly this value (no read, no prompt)")
-	cmd.Flags().BoolVarP(&req.yes, "yes", "y", false, "do not ask for confirmation")
-	cmd.Flags().StringVar(&req.reason, "reason", "", "why, recorded in the audit trail")
-	cmd.Flags().BoolVar(&req.asJSON, "json", false, "print the result as one JSON object")
+func addActionFlags(cmd *cobra.Command, opts *actionOptions) {
+	cmd.Flags().StringVar(&opts.Expect, "expect", "", "act only if the lock holds exactly this value (no read, no prompt)")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, recorded in the audit trail")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
 }
 
-// actionRequest is one release or extend as the command line asked for it.
-type actionRequest struct {
-	action      actions.Action
-	key         string
-	expect      string
-	expectGiven bool
-	yes         bool
-	reason      string
-	ttl         time.Duration // extend
-	asJSON      bool
+// actionOptions is `lockscope release KEY` or `lockscope extend KEY`.
+type actionOptions struct {
+	IO          IOStreams
+	Conn        connection
+	Action      actions.Action
+	Key         string
+	Expect      string
+	ExpectGiven bool // --expect was given (even empty): no read, no prompt
+	Yes         bool
+	Reason      string
+	TTL         time.Duration // extend
+	JSON        bool
+}
+
+// fill takes the connection flags and the key from the command line.
+func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key string) {
+	o.Conn, o.Key = connectionFlags(cmd, getenv), key
+	o.ExpectGiven = cmd.Flags().Changed("expect")
 }
 
 // runAction is release and extend: refuse in read-only mode, find the expected value (flag or
 // read + confirm), act through actions.Admin, print the result and map it to the exit code.
-func runAction(cmd *cobra.Command, req actionRequest) error {
-	if readOnlyFlag(cmd) {
-		return withExit(exitReadOnly, fmt.Errorf("refused: --read-only is set and %s changes Redis; nothing changed", req.action))
+func runAction(ctx context.Context, opts *actionOptions) error {
+	if opts.Action == actions.ActionExtend && opts.TTL < time.Millisecond { // PEXPIRE's unit
+		return withExit(exitUsage, fmt.Errorf("--ttl is required and must be at least 1ms (e.g. --ttl 30s)"))
 	}
-	t, closeTarget, err := openTarget(cmd)
+	if opts.Conn.ReadOnly {
+		return withExit(exitReadOnly, fmt.Errorf("refused: --read-only is set and %s changes Redis; nothing changed", opts.Action))
+	}
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
-	admin := newAdmin(cmd, t)
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
+	defer t.Close()
+	admin := opts.Conn.admin(t)
+	stderr := opts.IO.ErrOut
 
-	expect := req.expect
-	if !req.expectGiven {
-		if expect, err = readAndConfirm(ctx, cmd, admin, req); err != nil {
+	expect := opts.Expect
+	if !opts.ExpectGiven {
+		if expect, err = readAndConfirm(ctx, t, admin, opts); err != nil {
 			return err
 		}
 	}
 
 	var res actions.Result
-	if req.action == actions.ActionExtend {
-		res, err = admin.Extend(ctx, req.key, expect, req.ttl, req.reason)
+	if opts.Action == actions.ActionExtend {
+		res, err = admin.Extend(ctx, opts.Key, expect, opts.TTL, opts.Reason)
 	} else {
-		res, err = admin.Release(ctx, req.key, expect, req.reason)
+		res, err = admin.Release(ctx, opts.Key, expect, opts.Reason)
 	}
 	if res.AuditErr != nil {
-		defer fmt.Fprintln(stderr, "lockscope: warning: the audit record was not written:", scrub(res.AuditErr.Error()))
+		defer fmt.Fprintln(stderr, "lockscope: warning: the audit record was not written:", t.Redact(res.AuditErr.Error()))
 	}
 	if err != nil {
-		return describeError(err)
+		return describeError(t, err)
 	}
-	if req.asJSON {
-		err = writeResultJSON(cmd.OutOrStdout(), res)
+	if opts.JSON {
+		err = writeResultJSON(opts.IO.Out, res, t)
 	} else {
-		err = writeResult(cmd.OutOrStdout(), res)
+		err = writeResult(opts.IO.Out, res, t)
 	}
 	if err != nil {
 		return err
@@ -104,15 +114,15 @@ func runAction(cmd *cobra.Command, req actionRequest) error {
 
 // readAndConfirm reads the key's current value, shows it on stderr and asks the operator to
 // confirm (unless --yes). It returns the value to expect.
-func readAndConfirm(ctx context.Context, cmd *cobra.Command, admin *actions.Admin, req actionRequest) (string, error) {
-	stderr := cmd.ErrOrStderr()
-	h, err := admin.Peek(ctx, req.key)
+func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin, opts *actionOptions) (string, error) {
+	stderr := opts.IO.ErrOut
+	h, err := admin.Peek(ctx, opts.Key)
 	if err != nil {
-		return "", describeError(err)
+		return "", describeError(t, err)
 	}
-	key := req.key
+	key := opts.Key
 	if !h.Exists {
-		return "", withExit(exitGone, errorf("%s is already gone: nothing to %s", key, req.action))
+		return "", withExit(exitGone, errorf("%s is already gone: nothing to %s", key, opts.Action))
 	}
 	for _, in := range h.Instances {
 		if in.Exists && in.Type != "string" && in.Type != "hash" {
@@ -122,22 +132,22 @@ func readAndConfirm(ctx context.Context, cmd *cobra.Command, admin *actions.Admi
 	fmt.Fprint(stderr, present.Sprintf("%s is held by %s\n", key, holderText(h.Value)))
 	if len(h.Instances) > 1 {
 		for _, in := range h.Instances {
-			fmt.Fprint(stderr, present.Sprintf("  %s\n", heldText(in)))
+			fmt.Fprint(stderr, present.Sprintf("  %s\n", heldText(in, t)))
 		}
 	}
-	if req.yes {
+	if opts.Yes {
 		return h.Value, nil
 	}
 	question := present.Sprintf("Release %s? [y/N] ", key)
-	if req.action == actions.ActionExtend {
-		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, req.ttl)
+	if opts.Action == actions.ActionExtend {
+		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, opts.TTL)
 	}
-	ok, err := confirm(cmd.InOrStdin(), stderr, string(question))
+	ok, err := confirm(opts.IO.In, stderr, string(question))
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", req.action))
+		return "", withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", opts.Action))
 	}
 	return h.Value, nil
 }
@@ -171,10 +181,10 @@ func holderText(value string) present.Safe {
 		v.AcquiredAt.UTC().Format(time.RFC3339), present.Duration(time.Since(v.AcquiredAt)), shown)
 }
 
-func heldText(in actions.HeldValue) present.Safe {
+func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	switch {
 	case in.Err != nil:
-		return present.Sprintf("%s: could not be read: %s", in.Addr, scrub(in.Err.Error()))
+		return present.Sprintf("%s: could not be read: %s", in.Addr, t.Redact(in.Err.Error()))
 	case !in.Exists:
 		return present.Sprintf("%s: no key", in.Addr)
 	}
@@ -185,7 +195,7 @@ func heldText(in actions.HeldValue) present.Safe {
 	return present.Sprintf("%s: %q, %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
 }
 
-func writeResult(w io.Writer, res actions.Result) error {
+func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
 	key, seen := res.Key, present.Cut{Text: res.Seen, Max: 200}
 	var line present.Safe
 	switch res.Outcome {
@@ -209,21 +219,21 @@ func writeResult(w io.Writer, res actions.Result) error {
 		return nil
 	}
 	for _, in := range res.Instances {
-		if _, err := fmt.Fprint(w, present.Sprintf("  %s  %s\n", in.Addr, instanceOutcomeText(in))); err != nil {
+		if _, err := fmt.Fprint(w, present.Sprintf("  %s  %s\n", in.Addr, instanceOutcomeText(in, t))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func instanceOutcomeText(in actions.InstanceResult) present.Safe {
+func instanceOutcomeText(in actions.InstanceResult, t connect.Target) present.Safe {
 	switch in.Outcome {
 	case actions.ChangedHands:
 		return present.Sprintf("changed hands: now %q", present.Cut{Text: in.Current, Max: 120})
 	case actions.NotALock:
 		return present.Sprintf("not a lock: %s", in.Current)
 	case actions.Failed:
-		return present.Sprintf("failed: %s", describeError(in.Err).Error())
+		return present.Sprintf("failed: %s", describeError(t, in.Err).Error())
 	}
 	return present.Safe(strings.ReplaceAll(string(in.Outcome), "_", " "))
 }
@@ -247,7 +257,7 @@ type instanceResultJSON struct {
 	Error   *string `json:"error"`
 }
 
-func writeResultJSON(w io.Writer, res actions.Result) error {
+func writeResultJSON(w io.Writer, res actions.Result, t connect.Target) error {
 	j := resultJSON{
 		Action:    string(res.Action),
 		Key:       present.SafeText(res.Key, 0),
@@ -261,13 +271,13 @@ func writeResultJSON(w io.Writer, res actions.Result) error {
 		j.TTLMs = &ms
 	}
 	if res.AuditErr != nil {
-		msg := scrub(res.AuditErr.Error())
+		msg := t.Redact(res.AuditErr.Error())
 		j.AuditError = &msg
 	}
 	for _, in := range res.Instances {
 		ij := instanceResultJSON{Addr: in.Addr, Outcome: string(in.Outcome), Current: optionalText(in.Current)}
 		if in.Err != nil {
-			msg := describeError(in.Err).Error()
+			msg := describeError(t, in.Err).Error()
 			ij.Error = &msg
 		}
 		j.Instances = append(j.Instances, ij)

@@ -1,28 +1,48 @@
-// Package cli is lockscope's command line: one file per command, each an options struct and a
-// run function that tests call in-process. The root command with no subcommand opens the
-// console (package ui).
+// Package cli is lockscope's command line: one file per command, each an options struct (its
+// flags, the IO it writes to, the connection it needs) and a run function that tests call
+// in-process. The root command with no subcommand opens the console (package ui).
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
-// Run executes the command line and returns the process exit code.
+// IOStreams are where a command reads and writes: the process's streams, or buffers in tests.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Run executes the command line of the process and returns its exit code.
 func Run(args []string) int {
-	root := newRootCmd()
+	quietRedisLog()
+	return run(args, IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
+}
+
+// run executes args with the given streams and environment: Run for the process, tests
+// in-process. Errors are printed as one line on ErrOut; the result is the exit code.
+func run(args []string, ios IOStreams, getenv func(string) string) int {
+	root := newRootCmd(ios, getenv)
 	root.SetArgs(args)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
 	err := root.Execute()
 	if err == nil {
-		return 0
+		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "lockscope:", err)
+	fmt.Fprintln(ios.ErrOut, "lockscope:", err)
 	return exitCode(err)
 }
 
-func newRootCmd() *cobra.Command {
+func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lockscope",
 		Short:         "Inspect, administer and demonstrate Redis distributed locks",
@@ -30,10 +50,19 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	addConnectionFlags(root)
-	root.AddCommand(newVersionCmd())
-	root.AddCommand(newLsCmd(), newShowCmd(), newReleaseCmd(), newExtendCmd(), newAuditCmd())
-	root.AddCommand(newTUICmd())
-	root.AddCommand(newDemoCmd())
-	root.RunE = runTUI // `lockscope` alone opens the console
+	root.AddCommand(newVersionCmd(ios))
+	root.AddCommand(newLsCmd(ios, getenv), newShowCmd(ios, getenv), newReleaseCmd(ios, getenv),
+		newExtendCmd(ios, getenv), newAuditCmd(ios, getenv))
+	root.AddCommand(newTUICmd(ios, getenv))
+	root.AddCommand(newDemoCmd(ios, getenv))
+	root.RunE = tuiRunE(ios, getenv) // `lockscope` alone opens the console
 	return root
 }
+
+// quietRedisLog stops go-redis logging failed dials on stderr by itself: lockscope reports
+// them as one line instead, and the console must not have its screen written over.
+func quietRedisLog() { redis.SetLogger(discardLogger{}) }
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,40 +16,48 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newShowCmd() *cobra.Command {
-	var asJSON bool
+// showOptions is `lockscope show KEY`.
+type showOptions struct {
+	IO   IOStreams
+	Conn connection
+	Key  string
+	JSON bool
+}
+
+func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &showOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "show KEY",
 		Short: "Show one lock in full: holder, TTL, fence, raw and decoded value, every instance",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runShow(cmd, args[0], asJSON)
+			opts.Conn, opts.Key = connectionFlags(cmd, getenv), args[0]
+			return runShow(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object: the fields of ls --json plus type, truncated, waiters, quorum, decoded")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object: the fields of ls --json plus type, truncated, waiters, quorum, decoded")
 	return cmd
 }
 
-func runShow(cmd *cobra.Command, key string, asJSON bool) error {
-	t, closeTarget, err := openTarget(cmd)
+func runShow(ctx context.Context, opts *showOptions) error {
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
-	l, err := scanner.New(t, scanner.Options{Pattern: patternFlag(cmd)}).Get(cmd.Context(), key)
+	defer t.Close()
+	l, err := opts.Conn.scanner(t).Get(ctx, opts.Key)
 	if errors.Is(err, scanner.ErrGone) {
-		return withExit(exitGone, errorf("%s does not exist", key))
+		return withExit(exitGone, errorf("%s does not exist", opts.Key))
 	}
 	if err != nil {
-		return describeError(err)
+		return describeError(t, err)
 	}
-	out := cmd.OutOrStdout()
-	if asJSON {
-		enc := json.NewEncoder(out)
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(toShowJSON(&l))
 	}
-	return writeShow(out, &l, stuckAfterFlag(cmd))
+	return writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter)
 }
 
 // showJSON is `show --json`: every field of ls --json, plus details.

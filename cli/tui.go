@@ -1,14 +1,23 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
-	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
 
+// tuiOptions is `lockscope tui` (and `lockscope` alone): the live console on the terminal.
+// The console owns the terminal (Bubble Tea): IO only receives the connection warnings
+// printed before it opens.
+type tuiOptions struct {
+	IO   IOStreams
+	Conn connection
+}
+
 // newTUICmd is `lockscope tui`: the live console. `lockscope` with no subcommand runs it too.
-func newTUICmd() *cobra.Command {
+func newTUICmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "tui",
 		Short: "Open the live lock console (what `lockscope` alone opens)",
@@ -16,22 +25,30 @@ func newTUICmd() *cobra.Command {
 			"force-release (compare-and-delete) and extend behind confirmation dialogs, the audit trail,\n" +
 			"and locklib's live events. Press ? inside for the keys. --read-only hides the actions.",
 		Args: cobra.NoArgs,
-		RunE: runTUI,
+		RunE: tuiRunE(ios, getenv),
 	}
 }
 
-func runTUI(cmd *cobra.Command, _ []string) error {
-	target, closeTarget, err := openTarget(cmd)
+// tuiRunE fills the console's options from the flags and runs it.
+func tuiRunE(ios IOStreams, getenv func(string) string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		return runTUI(cmd.Context(), &tuiOptions{IO: ios, Conn: connectionFlags(cmd, getenv)})
+	}
+}
+
+// runTUI connects and runs the console until the user quits.
+func runTUI(ctx context.Context, opts *tuiOptions) error {
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
-	err = ui.Run(cmd.Context(), ui.Options{
-		Target:     target,
-		Scanner:    scanner.New(target, scanner.Options{Pattern: patternFlag(cmd)}),
-		Admin:      newAdmin(cmd, target),
-		ReadOnly:   readOnlyFlag(cmd),
-		StuckAfter: stuckAfterFlag(cmd),
+	defer t.Close()
+	err = ui.Run(ctx, ui.Options{
+		Target:     t,
+		Scanner:    opts.Conn.scanner(t),
+		Admin:      opts.Conn.admin(t),
+		ReadOnly:   opts.Conn.ReadOnly,
+		StuckAfter: opts.Conn.StuckAfter,
 	})
-	return describeError(err)
+	return describeError(t, err)
 }

@@ -10,15 +10,25 @@ import (
 // version is set at build time with -ldflags "-X github.com/lockscope/lockscope/cli.version=..."; otherwise the module version.
 var version = ""
 
-func newVersionCmd() *cobra.Command {
+// versionOptions is `lockscope version`.
+type versionOptions struct {
+	IO IOStreams
+}
+
+func newVersionCmd(ios IOStreams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the lockscope version",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "lockscope", buildVersion())
+		RunE: func(*cobra.Command, []string) error {
+			return runVersion(&versionOptions{IO: ios})
 		},
 	}
+}
+
+func runVersion(opts *versionOptions) error {
+	_, err := fmt.Fprintln(opts.IO.Out, "lockscope", buildVersion())
+	return err
 }
 
 func buildVersion() string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -91,15 +92,28 @@ func (e *Embedded) Target(redlock bool) Target {
 		Label:   e.Label(),
 		Addrs:   e.Addrs(),
 		Redlock: redlock && len(e.addrs) > 1,
-		Dial:    func(i int) redis.UniversalClient { return redis.NewClient(EmbeddedClientOptions(e.addrs[i])) },
+		Dial:    func(i int) redis.UniversalClient { return redis.NewClient(embeddedClientOptions(e.addrs[i])) },
 		Faults:  e,
 	}
 }
 
-// EmbeddedClientOptions are client options suited to an embedded server: short timeouts (a
+// Inspect is a connect.Target on these servers, for the scanner and the console: one
+// standalone server, or with redlock a Redlock set. The caller closes it.
+func (e *Embedded) Inspect(redlock bool) connect.Target {
+	t := connect.Target{Mode: connect.Standalone, Addrs: e.Addrs()}
+	if redlock && len(e.addrs) > 1 {
+		t.Mode = connect.Redlock
+	}
+	for _, addr := range e.addrs {
+		t.Clients = append(t.Clients, redis.NewClient(embeddedClientOptions(addr)))
+	}
+	return t
+}
+
+// embeddedClientOptions are client options suited to an embedded server: short timeouts (a
 // stopped instance must fail fast for Redlock), one retry (a pooled connection is dead after
 // a restart), RESP2 (miniredis has no HELLO).
-func EmbeddedClientOptions(addr string) *redis.Options {
+func embeddedClientOptions(addr string) *redis.Options {
 	return &redis.Options{
 		Addr:         addr,
 		Protocol:     2,

@@ -1,6 +1,11 @@
 package demo
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strings"
+
+	"github.com/lockscope/lockscope/connect"
+	"github.com/redis/go-redis/v9"
+)
 
 // Target is where the demo's locks live: the embedded servers (StartEmbedded) or servers the
 // user named with --redis. Each worker gets clients of its own (Dial), so that a fault can cut
@@ -23,4 +28,27 @@ type Target struct {
 type InstanceFaults interface {
 	StopInstance(i int) error
 	RestartEmpty(i int) error
+}
+
+// OnServers is the demo target of servers lockscope is connected to (--redis): each worker
+// dials clients of its own with t's options. A cluster is one instance, seeded with every
+// address.
+func OnServers(t connect.Target) (Target, error) {
+	dials := make([]func() redis.UniversalClient, len(t.Clients))
+	for i := range t.Clients {
+		var err error
+		if dials[i], err = t.Dialer(i); err != nil {
+			return Target{}, err
+		}
+	}
+	d := Target{
+		Label:   t.Label(),
+		Addrs:   t.Addrs,
+		Redlock: t.Mode == connect.Redlock,
+		Dial:    func(i int) redis.UniversalClient { return dials[i]() },
+	}
+	if t.Mode == connect.Cluster {
+		d.Addrs = []string{strings.Join(t.Addrs, ",")}
+	}
+	return d, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/lockscope/lockscope/connect"
 )
 
 // Census walks the whole target once and returns every lock key matching the pattern once.
@@ -19,7 +21,7 @@ import (
 func (s *Scanner) Census(ctx context.Context) (Census, error) {
 	var a assembly
 	p := s.newPass(sink{buffer: a.buffer, batch: a.put, expect: a.allocate})
-	if s.target.Mode != Redlock {
+	if s.target.Mode != connect.Redlock {
 		// Every key lives on one server: a repeat is SCAN's own (the server resized its
 		// table) or a key migrating between cluster masters, rare enough to find after the
 		// pass instead of keeping a set of every key during it. A Redlock pass must merge

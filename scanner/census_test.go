@@ -3,6 +3,8 @@ package scanner
 import (
 	"fmt"
 	"testing"
+
+	"github.com/lockscope/lockscope/connect"
 )
 
 // TestAssemblyEstimates: whatever the estimate (none, too low, right, far too high), and
@@ -61,7 +63,7 @@ func TestEstimateFromFirstPage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := -1
-			p := New(Target{Mode: Cluster}, Options{}).newPass(sink{expect: func(n int) { got = n }})
+			p := New(connect.Target{Mode: connect.Cluster}, Options{}).newPass(sink{expect: func(n int) { got = n }})
 			p.unestimated = len(c.dbsizes)
 			for i, d := range c.dbsizes {
 				if got != -1 {

@@ -4,13 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/redis/go-redis/v9"
 )
 
-func clusterTarget(c *redistest.Cluster, cc *redis.ClusterClient) Target {
-	return Target{Mode: Cluster, Clients: []redis.UniversalClient{cc}, Addrs: c.Addrs}
+func clusterTarget(c *redistest.Cluster, cc *redis.ClusterClient) connect.Target {
+	return connect.Target{Mode: connect.Cluster, Clients: []redis.UniversalClient{cc}, Addrs: c.Addrs}
 }
 
 // TestClusterCensus: a real 3-master cluster. Every master is scanned, every key appears once

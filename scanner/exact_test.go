@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/lockscope/lockscope/connect"
 )
 
 // TestCensusExactWhileKeysChange: 10,000 locks, 1,000 of them deleted and 1,000 new ones
@@ -58,7 +60,7 @@ func TestCensusExactWhileKeysChange(t *testing.T) {
 }
 
 func TestClaimDropsRepeats(t *testing.T) {
-	p := New(Target{}, Options{}).newPass(sink{})
+	p := New(connect.Target{}, Options{}).newPass(sink{})
 	if got := p.claim([]string{"a", "b", "a"}); len(got.keys) != 2 || got.start != 0 {
 		t.Fatalf("claim = %+v", got)
 	}

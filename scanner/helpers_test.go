@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,12 +20,12 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func standalone(c *redis.Client, addr string) Target {
-	return Target{Mode: Standalone, Clients: []redis.UniversalClient{c}, Addrs: []string{addr}}
+func standalone(c *redis.Client, addr string) connect.Target {
+	return connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{c}, Addrs: []string{addr}}
 }
 
 // startStandalone starts a server and returns it, a client and a scanner target for it.
-func startStandalone(t *testing.T) (*redistest.Server, *redis.Client, Target) {
+func startStandalone(t *testing.T) (*redistest.Server, *redis.Client, connect.Target) {
 	t.Helper()
 	srv := redistest.Start(t)
 	c := srv.Client()

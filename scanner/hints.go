@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,19 +18,19 @@ import (
 func (s *Scanner) hints(ctx context.Context, warn func(string)) <-chan string {
 	out := make(chan string, 256)
 	for i, c := range s.target.Clients {
-		if s.opts.ConfigureNotifications && s.target.Mode != Cluster {
+		if s.opts.ConfigureNotifications && s.target.Mode != connect.Cluster {
 			if err := enableNotifications(ctx, c); err != nil {
 				warn("could not enable keyspace notifications on " + s.addr(i) + ": " + err.Error())
 			}
 		}
 		sub := c.Subscribe(ctx, locklib.EventsChannel)
-		if s.target.Mode != Cluster {
+		if s.target.Mode != connect.Cluster {
 			if err := sub.PSubscribe(ctx, "__keyspace@*__:"+s.opts.Pattern); err != nil {
 				warn("keyspace notifications unavailable on " + s.addr(i) + ": " + err.Error())
 			}
 		}
 		go s.forwardHints(ctx, sub, out)
-		if s.target.Mode == Cluster {
+		if s.target.Mode == connect.Cluster {
 			break // one subscription sees every node's PUBLISH
 		}
 	}

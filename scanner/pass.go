@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 )
@@ -121,9 +122,9 @@ func (p *pass) run(ctx context.Context) (Census, error) {
 // master the cluster client knows now (a fresh topology each pass).
 func (p *pass) walks(ctx context.Context) ([]walk, error) {
 	switch p.s.target.Mode {
-	case Cluster:
+	case connect.Cluster:
 		return p.clusterWalks(ctx)
-	case Redlock:
+	case connect.Redlock:
 		all := p.s.servers()
 		walks := make([]walk, len(all))
 		for i, srv := range all {
@@ -226,7 +227,7 @@ func (p *pass) noteFirstPage(w walk, matched int, last bool) {
 		estimate = min(w.dbsize, w.dbsize*int64(matched)*5/(4*count)+count)
 	}
 	p.mu.Lock()
-	if p.s.target.Mode == Redlock {
+	if p.s.target.Mode == connect.Redlock {
 		p.estimate = max(p.estimate, estimate)
 	} else {
 		p.estimate += estimate

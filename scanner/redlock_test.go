@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-func redlockTarget(servers []*redistest.Server) (Target, []*redis.Client) {
-	t := Target{Mode: Redlock}
+func redlockTarget(servers []*redistest.Server) (connect.Target, []*redis.Client) {
+	t := connect.Target{Mode: connect.Redlock}
 	var clients []*redis.Client
 	for _, s := range servers {
 		c := s.Client(func(o *redis.Options) { o.MaxRetries = -1 })

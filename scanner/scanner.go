@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -89,18 +90,24 @@ type Update struct {
 // ErrGone is returned by Get for a key that exists on no server.
 var ErrGone = errors.New("scanner: key does not exist")
 
-// ErrUnreachable is returned when no server of the target could be read.
-var ErrUnreachable = errors.New("scanner: no server of the target could be read")
+// ErrUnreachable is returned when no server of the target could be read. It also matches
+// connect.ErrUnreachable (errors.Is), so the error is classified as an unreachable server.
+var ErrUnreachable error = unreachableError{}
 
-// Scanner takes censuses of one Target. It keeps no connection of its own (the Target's
+type unreachableError struct{}
+
+func (unreachableError) Error() string        { return "scanner: no server of the target could be read" }
+func (unreachableError) Is(target error) bool { return target == connect.ErrUnreachable }
+
+// Scanner takes censuses of one connect.Target. It keeps no connection of its own (the Target's
 // clients belong to the caller) and is safe for concurrent use.
 type Scanner struct {
-	target Target
+	target connect.Target
 	opts   Options
 }
 
 // New returns a Scanner for t; zero fields of opts take their defaults.
-func New(t Target, opts Options) *Scanner {
+func New(t connect.Target, opts Options) *Scanner {
 	if opts.Pattern == "" {
 		opts.Pattern = "lock:*"
 	}
@@ -142,7 +149,7 @@ func (s *Scanner) Get(ctx context.Context, key string) (Lock, error) {
 		return Lock{Key: key}, fmt.Errorf("%w: every instance is down (%s)", ErrUnreachable, strings.Join(c.Missing, ", "))
 	}
 	gone := Lock{Key: key, Gone: true, FetchedAt: p.fetched}
-	if s.target.Mode != Redlock {
+	if s.target.Mode != connect.Redlock {
 		gone.Addr = readers[0].addr
 		return gone, ErrGone
 	}
@@ -165,7 +172,7 @@ func (s *Scanner) servers() []server {
 
 // readersFor says where to read key: for a cluster, the master that owns its slot now.
 func (s *Scanner) readersFor(ctx context.Context, key string) ([]server, error) {
-	if s.target.Mode != Cluster {
+	if s.target.Mode != connect.Cluster {
 		return s.servers(), nil
 	}
 	cc, ok := s.target.Clients[0].(*redis.ClusterClient)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
@@ -25,7 +26,7 @@ func TestReleaseCmdUsesExactValue(t *testing.T) {
 	rdb.Set(ctx, "lock:long", long, 0)
 	rdb.Set(ctx, "lock:moved", long, 0)
 
-	target := scanner.Target{Mode: scanner.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
+	target := connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
 	census, err := scanner.New(target, scanner.Options{}).Census(ctx)
 	if err != nil {
 		t.Fatal(err)

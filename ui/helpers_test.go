@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -25,7 +26,7 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
-var testTarget = scanner.Target{Mode: scanner.Standalone, Addrs: []string{"127.0.0.1:6379"}}
+var testTarget = connect.Target{Mode: connect.Standalone, Addrs: []string{"127.0.0.1:6379"}}
 
 type modelOpt func(*Options)
 

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -526,7 +527,7 @@ func TestDemoPanePlugsIn(t *testing.T) {
 }
 
 func TestClusterDetailNamesTheMaster(t *testing.T) {
-	for _, mode := range []scanner.Mode{scanner.Cluster, scanner.Standalone} {
+	for _, mode := range []connect.Mode{connect.Cluster, connect.Standalone} {
 		m, _ := newTestModel(t, 140, 40, func(o *Options) { o.Target.Mode = mode })
 		lock := fixture()[0]
 		lock.Addr = "10.0.0.7:7001"
@@ -534,7 +535,7 @@ func TestClusterDetailNamesTheMaster(t *testing.T) {
 		selectKey(t, m, lock.Key)
 		typeKeys(m, "enter")
 		// A standalone target has one server, named in the status bar already.
-		if mode == scanner.Cluster {
+		if mode == connect.Cluster {
 			mustContain(t, screen(m), "master    10.0.0.7:7001")
 		} else {
 			mustNotContain(t, screen(m), "10.0.0.7:7001")

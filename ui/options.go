@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -25,7 +26,7 @@ type Watcher interface {
 type Options struct {
 	// Target is the deployment inspected: shown in the status bar, and its clients carry the
 	// locklib event subscription.
-	Target scanner.Target
+	Target connect.Target
 	// Scanner delivers the census (required).
 	Scanner Watcher
 	// Admin runs force-release, extend and the audit trail. Nil disables all three.

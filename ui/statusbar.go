@@ -8,8 +8,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
-	"github.com/lockscope/lockscope/scanner"
 )
 
 // connState is the health of the connection as the scanner's stream reports it.
@@ -24,7 +24,7 @@ const (
 // statusBar is the top line (target, connection, counts, last scan, read-only badge) and the
 // banner under it while the connection is down.
 type statusBar struct {
-	target   scanner.Target
+	target   connect.Target
 	label    string // extra words about the target (the demo: which server)
 	readOnly bool
 
@@ -62,7 +62,7 @@ func (s statusBar) targetText() string {
 	switch {
 	case len(addrs) == 0:
 		where = "?"
-	case s.target.Mode == scanner.Redlock:
+	case s.target.Mode == connect.Redlock:
 		where = strings.Join(addrs, " ")
 	case len(addrs) > 1:
 		where = addrs[0] + " +" + strconv.Itoa(len(addrs)-1)
@@ -70,7 +70,7 @@ func (s statusBar) targetText() string {
 		where = addrs[0]
 	}
 	mode := s.target.Mode.String()
-	if s.target.Mode == scanner.Redlock {
+	if s.target.Mode == connect.Redlock {
 		mode += "×" + strconv.Itoa(len(addrs))
 	}
 	text := mode + " " + where

@@ -6,8 +6,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
-	"github.com/lockscope/lockscope/scanner"
 )
 
 // Layout limits.
@@ -178,7 +178,7 @@ func (m *Model) bodyView(lay layoutInfo) string {
 		if lay.detailSide {
 			dw = lay.detailWidth
 		}
-		content := m.detail.view(m.selected(), dw-2, h-2, m.now, m.stuckAfter, m.waiters, m.status.target.Mode == scanner.Cluster, m.st)
+		content := m.detail.view(m.selected(), dw-2, h-2, m.now, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
 		detail = paneBox("details", content, dw, h, m.st)
 		if !lay.detailSide {
 			return detail

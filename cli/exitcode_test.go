@@ -7,31 +7,8 @@ import (
 	"testing"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 )
-
-func TestRedactURL(t *testing.T) {
-	cases := map[string]string{
-		"redis://127.0.0.1:6379":               "redis://127.0.0.1:6379",
-		"redis://user:hunter2@host:6379/0":     "redis://user:***@host:6379/0",
-		"rediss://:hunter2@host":               "rediss://:***@host",
-		"redis://user:hun%zzter2@host:1":       "redis://***@host:1",
-		"redis://user:p@ss:w0rd@host:bad%port": "redis://***@host:bad%port",
-		"unix://user:hunter2@/tmp/redis.sock":  "unix://user:***@/tmp/redis.sock",
-	}
-	for in, want := range cases {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestScrubRemovesRememberedPasswords(t *testing.T) {
-	rememberSecret("s3cr3t-p@ss")
-	msg := scrub("dial redis://u:s3cr3t-p@ss@h and s3cr3t-p%40ss")
-	if strings.Contains(msg, "s3cr3t") {
-		t.Fatalf("scrub left the password: %q", msg)
-	}
-}
 
 func TestDescribeErrorCodes(t *testing.T) {
 	cases := []struct {
@@ -51,7 +28,7 @@ func TestDescribeErrorCodes(t *testing.T) {
 		{errors.New("something else"), exitOther, "something else"},
 	}
 	for _, c := range cases {
-		got := describeError(c.err)
+		got := describeError(connect.Target{}, c.err)
 		if exitCode(got) != c.code || !strings.Contains(got.Error(), c.says) {
 			t.Errorf("describeError(%v) = %d %q, want %d containing %q", c.err, exitCode(got), got, c.code, c.says)
 		}

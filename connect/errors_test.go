@@ -1,0 +1,45 @@
+package connect
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+type deniedInScript struct{ command string }
+
+func (e deniedInScript) Error() string         { return "NOPERM in a script" }
+func (e deniedInScript) DeniedCommand() string { return e.command }
+
+func TestClassifyKinds(t *testing.T) {
+	target := Target{secrets: secretsOf(Config{Password: "hunter2"})}
+	cases := []struct {
+		err  error
+		kind error // nil: not a connection failure
+		says string
+	}{
+		{errors.New("WRONGPASS invalid username-password pair"), ErrAuth, "authentication failed at h:1"},
+		{errors.New("NOPERM User u has no permissions to run the 'scan' command"), ErrPermission, "may not run SCAN"},
+		{deniedInScript{"DEL"}, ErrPermission, "may not run DEL"},
+		{errors.New("dial tcp h:1: connect: connection refused (pw hunter2)"), ErrUnreachable, "cannot reach Redis at h:1"},
+		{fmt.Errorf("every server is down: %w", ErrUnreachable), ErrUnreachable, "cannot reach Redis at h:1"},
+		{errors.New("something else"), nil, "something else"},
+	}
+	for _, c := range cases {
+		got := target.ClassifyAt(c.err, "h:1")
+		var e *Error
+		if !errors.As(got, &e) || e.Kind != c.kind || !strings.Contains(got.Error(), c.says) {
+			t.Errorf("ClassifyAt(%v) = %v (kind %v), want kind %v saying %q", c.err, got, e.Kind, c.kind, c.says)
+		}
+		if c.kind != nil && !errors.Is(got, c.kind) {
+			t.Errorf("errors.Is(%v, %v) is false", got, c.kind)
+		}
+		if strings.Contains(got.Error(), "hunter2") {
+			t.Errorf("the password was not redacted: %q", got)
+		}
+	}
+	if got := target.Classify(nil); got != nil {
+		t.Errorf("Classify(nil) = %v", got)
+	}
+}
