@@ -162,11 +162,11 @@ func TestWatchdogKeepsLockAndStopsAtCap(t *testing.T) {
 	ctx := testCtx(t, 10*time.Second)
 	const ttl = 150 * time.Millisecond
 	var renewals atomic.Int32
-	c, rdb := newTestClient(t, srv, WithObserver(ObserverFunc(func(o Observation) {
+	c, rdb := newTestClient(t, srv, WithObserver(func(o Observation) {
 		if o.Type == EventRenewed {
 			renewals.Add(1)
 		}
-	})))
+	}))
 	l := mustObtain(t, c, ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(8))
 	// 8 renewals at ttl/3 keep it until about 8*ttl/3 + ttl = 550ms.
 	time.Sleep(2 * ttl)
