@@ -271,14 +271,14 @@ func TestScriptPermissionErrorNamesTheCommand(t *testing.T) {
 // operator's extend moves both, and the holder's levels still release after the old TTL.
 func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 	target, c, srv := standalone(t)
-	ctx := locklib.ContextWithOwner(testCtx(t), "job")
+	ctx := testCtx(t)
 	lc := locklib.New(c)
 	defer lc.Close()
-	outer, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant())
+	outer, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant("job"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant())
+	inner, err := lc.Obtain(ctx, "lock:levels", 300*time.Millisecond, locklib.Reentrant("job"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,12 +143,13 @@ func (c *Controller) probe() error {
 	return nil
 }
 
-// newLockClient is the locklib client of one worker incarnation.
-func newLockClient(redlock bool, clients []redis.UniversalClient, opts ...locklib.Option) (*locklib.Client, error) {
+// newLockClient is the locklib client of one worker incarnation; the instance timeout is a
+// Redlock option only.
+func newLockClient(redlock bool, clients []redis.UniversalClient, node string, instanceTimeout time.Duration) (*locklib.Client, error) {
 	if redlock {
-		return locklib.NewRedlock(clients, opts...)
+		return locklib.NewRedlock(clients, locklib.WithNode(node), locklib.WithInstanceTimeout(instanceTimeout))
 	}
-	return locklib.New(clients[0], opts...), nil
+	return locklib.New(clients[0], locklib.WithNode(node)), nil
 }
 
 // Done is closed when the run's Duration has passed (never for a run without one).

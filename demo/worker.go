@@ -87,8 +87,7 @@ func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 	// Redlock's default per-instance timeout (5 ms + ttl/20) assumes servers that answer in
 	// a millisecond; the embedded servers run Lua in Go, slower under load, and a timed-out
 	// instance only costs validity, never safety.
-	locks, err := newLockClient(c.cfg.Target.Redlock, inc.clients, locklib.WithNode(w.name),
-		locklib.WithInstanceTimeout(ttls(c.cfg.TTL, instanceTimeoutTTLs)))
+	locks, err := newLockClient(c.cfg.Target.Redlock, inc.clients, w.name, ttls(c.cfg.TTL, instanceTimeoutTTLs))
 	if err != nil {
 		inc.close()
 		return nil, err

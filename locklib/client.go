@@ -1,7 +1,6 @@
 package locklib
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,13 +27,13 @@ type Client struct {
 // New returns a Client for locks on one Redis server or cluster (rdb is not closed by Close).
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	s := newSingleStore(rdb)
-	c := newClient(s, opts...)
+	c := newClient(s, opts)
 	s.setup(c.cfg, c.id)
 	return c
 }
 
 // newClient is the constructor shared by every backend (New, NewRedlock).
-func newClient(s store, opts ...Option) *Client {
+func newClient[O RedlockOption](s store, opts []O) *Client {
 	c := &Client{store: s, cfg: newConfig(opts)}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -53,31 +52,14 @@ func newClient(s store, opts ...Option) *Client {
 // (Release, Refresh, watchdog); an Obtain after Close still works but waits by polling only.
 func (c *Client) Close() error { return c.store.close() }
 
-type ownerKey struct{}
-
-// ContextWithOwner names the owner of re-entrant locks obtained with ctx: the same Client
-// with the same owner id may enter a Reentrant() lock again. Without an owner every Obtain
-// is its own owner.
-func ContextWithOwner(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, ownerKey{}, id)
-}
-
-func ownerFrom(ctx context.Context) (string, bool) {
-	id, ok := ctx.Value(ownerKey{}).(string)
-	return id, ok
-}
-
-// newValue makes the value for an acquisition. A re-entrant lock with an owner gets a
-// random part derived from (client secret, owner, key), so the owner's next Obtain
-// recognizes the stored value as its own without any client-side state; nobody without
-// the secret can forge it.
-func (c *Client) newValue(ctx context.Context, key string, lc lockConfig) Value {
+// newValue makes the value for an acquisition. A re-entrant lock gets a random part derived
+// from (client secret, owner, key), so the owner's next Obtain recognizes the stored value
+// as its own without any client-side state; nobody without the secret can forge it.
+func (c *Client) newValue(key string, lc lockConfig) Value {
 	v := newValue(c.cfg.node, lc.trace, time.Now())
 	if lc.reentrant {
 		v.Count = 1
-		if owner, ok := ownerFrom(ctx); ok {
-			v.Rand = c.ownerRand(owner, key)
-		}
+		v.Rand = c.ownerRand(lc.owner, key)
 	}
 	return v
 }
@@ -100,7 +82,15 @@ func validate(key string, ttl time.Duration) error {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	}
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: ttl %v is below 1ms", ErrInvalid, ttl)
+		return fmt.Errorf("%w: %q: ttl %v is below 1ms", ErrInvalid, key, ttl)
+	}
+	return nil
+}
+
+// validateLock checks the lock options of an Obtain or TryObtain on key.
+func validateLock(key string, lc lockConfig) error {
+	if lc.reentrant && lc.owner == "" {
+		return fmt.Errorf("%w: %q: a re-entrant lock needs an owner: locklib.Reentrant(owner)", ErrInvalid, key)
 	}
 	return nil
 }

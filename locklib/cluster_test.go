@@ -21,7 +21,7 @@ func TestRedisCluster(t *testing.T) {
 
 	for i := range 6 { // keys spread over the masters, with and without a hash tag
 		for _, key := range []string{fmt.Sprintf("lock:order:%d", i), fmt.Sprintf("lock:{order}:%d", i)} {
-			l, err := a.Obtain(ctx, key, time.Second, Reentrant(), WithWatchdog())
+			l, err := a.Obtain(ctx, key, time.Second, Reentrant("job"), WithWatchdog())
 			if err != nil {
 				t.Fatalf("%s: %v", key, err)
 			}

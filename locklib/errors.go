@@ -3,13 +3,15 @@ package locklib
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The errors locklib returns; test them with errors.Is. They stay distinct: a lock that is
 // taken is not a backend failure, and a context that ended is reported as such.
 var (
 	// ErrNotObtained: the lock is held by someone else (TryObtain), or Obtain's context ended
-	// first (then joined with ctx.Err(), so errors.Is(err, context.DeadlineExceeded) holds too).
+	// first (then the error wraps ctx.Err() too, so errors.Is(err, context.DeadlineExceeded)
+	// holds as well).
 	ErrNotObtained = errors.New("locklib: lock not obtained")
 
 	// ErrNotHeld: Release, Refresh or a renewal found the key gone or holding another value.
@@ -28,8 +30,8 @@ var (
 	// with errors.Is / errors.As.
 	ErrBackend = errors.New("locklib: backend error")
 
-	// ErrInvalid: a bad argument (empty key, ttl below 1 ms, a key that cannot be locked in
-	// Redis Cluster).
+	// ErrInvalid: a bad argument (empty key, ttl below 1 ms, Reentrant without an owner, a
+	// key that cannot be locked in Redis Cluster, a bad NewRedlock option).
 	ErrInvalid = errors.New("locklib: invalid argument")
 )
 
@@ -41,3 +43,24 @@ func backendError(op, key string, err error) error {
 	}
 	return fmt.Errorf("%w: %s %q: %w", ErrBackend, op, key, err)
 }
+
+// joinOneLine is errors.Join on one line: every error locklib returns is one line that
+// names its key, and errors.Is and errors.As still find each of errs.
+func joinOneLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return oneLineErrors(errs)
+}
+
+type oneLineErrors []error
+
+func (e oneLineErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e oneLineErrors) Unwrap() []error { return e }

@@ -608,7 +608,7 @@ func (w *historyWorker) obtain(key string, reentrant bool, level int, ttl time.D
 	opts := []LockOption{WithTrace(op.trace())}
 	if reentrant {
 		op.owner = w.owner
-		opts = append(opts, Reentrant())
+		opts = append(opts, Reentrant(w.owner))
 	}
 	if watchdog {
 		opts = append(opts, WithWatchdog())
@@ -618,9 +618,6 @@ func (w *historyWorker) obtain(key string, reentrant bool, level int, ttl time.D
 	if w.rng.Float64() < 0.15 {
 		op.cancelAt = randDur(w.rng, 0, op.timeout)
 		defer time.AfterFunc(op.cancelAt, cancel).Stop()
-	}
-	if reentrant {
-		ctx = ContextWithOwner(ctx, w.owner)
 	}
 	obtain := w.c.Obtain
 	if op.try {

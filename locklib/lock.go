@@ -116,6 +116,7 @@ func (l *Lock) renewed(start, validUntil time.Time, err error) error {
 		l.c.renewFailed(l, latency, err)
 		return err
 	}
+	passed := false
 	l.mu.Lock()
 	switch {
 	case l.err != nil:
@@ -123,17 +124,18 @@ func (l *Lock) renewed(start, validUntil time.Time, err error) error {
 	case l.released:
 		err = fmt.Errorf("%w: %q was released", ErrNotHeld, l.h.key)
 	case !time.Now().Before(l.validUntil):
-		err = ErrValidityPassed
+		passed = true
 	case validUntil.After(l.validUntil):
 		l.validUntil = validUntil
 		l.expiry.Reset(time.Until(validUntil))
 	}
 	l.mu.Unlock()
-	if err == ErrValidityPassed {
-		l.lose(err)
+	if passed {
+		l.lose(ErrValidityPassed)
 		if lost := l.Err(); lost != nil {
 			return lost
 		}
+		return fmt.Errorf("%w: %q", ErrValidityPassed, l.h.key) // released meanwhile
 	}
 	if err != nil {
 		return err

@@ -162,14 +162,14 @@ func TestWatchdogKeepsLockAndStopsAtCap(t *testing.T) {
 	ctx := testCtx(t, 10*time.Second)
 	const ttl = 300 * time.Millisecond
 	var renewals, failures atomic.Int32
-	c, rdb := newTestClient(t, srv, WithObserver(ObserverFunc(func(o Observation) {
+	c, rdb := newTestClient(t, srv, WithObserver(func(o Observation) {
 		switch o.Type {
 		case EventRenewed:
 			renewals.Add(1)
 		case EventRenewFailed:
 			failures.Add(1)
 		}
-	})))
+	}))
 	l := mustObtain(t, c, ctx, "lock:dog", ttl, WithWatchdog(), WithMaxRenewals(4))
 	// 4 renewals at ttl/3 keep it until about 4*ttl/3 + ttl = 700ms.
 	time.Sleep(2 * ttl)

@@ -18,14 +18,14 @@ func TestMiniredisCompatibility(t *testing.T) {
 	defer rdb.Close()
 	c := New(rdb, WithNode("demo"))
 	defer c.Close()
-	ctx := ContextWithOwner(context.Background(), "worker-1")
+	ctx := context.Background()
 	const key = "lock:demo:a"
 
-	l := mustObtain(t, c, ctx, key, time.Second, Reentrant(), WithTrace("t"))
+	l := mustObtain(t, c, ctx, key, time.Second, Reentrant("worker-1"), WithTrace("t"))
 	if l.Token() <= 0 {
 		t.Fatalf("token %d", l.Token())
 	}
-	again := mustObtain(t, c, ctx, key, time.Second, Reentrant())
+	again := mustObtain(t, c, ctx, key, time.Second, Reentrant("worker-1"))
 	if again.Token() != l.Token() {
 		t.Fatalf("re-entry token %d, want %d", again.Token(), l.Token())
 	}

@@ -2,24 +2,12 @@ package locklib
 
 import "time"
 
-// Observer receives an Observation for every lock lifecycle step, for metrics (acquire
-// latency, wait time, hold time, renewals, losses). It is called synchronously on the
-// goroutine that did the step, so it must be fast and must not block.
-type Observer interface {
-	Observe(Observation)
-}
-
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(Observation)
-
-// Observe calls f(o).
-func (f ObserverFunc) Observe(o Observation) { f(o) }
-
 // EventNotObtained is an Observation type only (never published): an Obtain or TryObtain
 // gave up; Err says why (taken, context ended, backend error).
 const EventNotObtained EventType = "not_obtained"
 
-// Observation is one lifecycle step as seen by this client.
+// Observation is one lock lifecycle step as seen by this client, passed to the WithObserver
+// function for metrics (acquire latency, wait time, hold time, renewals, losses).
 type Observation struct {
 	Type     EventType
 	Key      string
@@ -35,6 +23,6 @@ type Observation struct {
 
 func (c *Client) observe(o Observation) {
 	if c.cfg.observer != nil {
-		c.cfg.observer.Observe(o)
+		c.cfg.observer(o)
 	}
 }

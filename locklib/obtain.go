@@ -2,14 +2,13 @@ package locklib
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 )
 
-// Obtain takes the lock on key for ttl, waiting until it is held, the context ends
-// (errors.Join(ErrNotObtained, ctx.Err())) or the backend fails (ErrBackend, returned at
+// Obtain takes the lock on key for ttl, waiting until it is held, the context ends (an error
+// wrapping both ErrNotObtained and ctx.Err()) or the backend fails (ErrBackend, returned at
 // once rather than retried until the context ends). Waiters queue in arrival order and
 // the releasing client wakes only the first one (docs/locklib.md, "Waiting").
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
@@ -28,7 +27,10 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 		return nil, err
 	}
 	lc := newLockConfig(opts)
-	req := acquireRequest{key: key, value: c.newValue(ctx, key, lc), ttl: ttl, reentrant: lc.reentrant,
+	if err := validateLock(key, lc); err != nil {
+		return nil, err
+	}
+	req := acquireRequest{key: key, value: c.newValue(key, lc), ttl: ttl, reentrant: lc.reentrant,
 		op: c.nextOpID(), queue: wait}
 	var wake <-chan struct{}
 	if wait {
@@ -49,7 +51,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	queued := false
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(req, attempt-1, began, errors.Join(ErrNotObtained, err))
+			return nil, c.giveUp(req, attempt-1, began, ctxEnded(key, err))
 		}
 		req.start = time.Now()
 		req.waited = req.start.Sub(began)
@@ -57,7 +59,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 		latency := time.Since(req.start)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, c.giveUp(req, attempt, began, errors.Join(ErrNotObtained, ctxErr))
+				return nil, c.giveUp(req, attempt, began, ctxEnded(key, ctxErr))
 			}
 			return nil, c.giveUp(req, attempt, began, backendError("acquire", key, err))
 		}
@@ -129,6 +131,12 @@ func (c *Client) abandon(req acquireRequest) {
 	if a, ok := c.store.(abandoner); ok {
 		a.abandonLater(req)
 	}
+}
+
+// ctxEnded is the error of an Obtain whose context ended first: errors.Is finds both
+// ErrNotObtained and the context's error.
+func ctxEnded(key string, ctxErr error) error {
+	return fmt.Errorf("%w: %q: %w", ErrNotObtained, key, ctxErr)
 }
 
 func notObtained(key string, res acquireResult) error {

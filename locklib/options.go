@@ -5,17 +5,37 @@ import (
 	"time"
 )
 
-// Option configures a Client (New, NewRedlock).
-type Option func(*config)
+// Option configures a Client made by New or NewRedlock. Every Option is also a RedlockOption.
+type Option interface {
+	RedlockOption
+	forEveryStore()
+}
+
+// RedlockOption configures a Client made by NewRedlock: an Option, or one of the
+// Redlock-only options (WithInstanceTimeout, WithDrift), which New does not accept.
+type RedlockOption interface {
+	apply(*config)
+}
+
+// option is an Option: it applies to every store.
+type option func(*config)
+
+func (o option) apply(c *config) { o(c) }
+func (option) forEveryStore()    {}
+
+// redlockOption is a RedlockOption only.
+type redlockOption func(*config)
+
+func (o redlockOption) apply(c *config) { o(c) }
 
 // config is a Client's configuration; fields are set by Options.
 type config struct {
-	node        string        // written into every value
-	backoffBase time.Duration // first back-off step of a waiting Obtain
-	backoffCap  time.Duration // largest back-off step: what a lost wake-up can cost at most
-	observer    Observer      // nil: no observations
-	events      bool          // publish lifecycle events on EventsChannel
-	redlock     redlockConfig // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
+	node        string            // written into every value
+	backoffBase time.Duration     // first back-off step of a waiting Obtain
+	backoffCap  time.Duration     // largest back-off step: what a lost wake-up can cost at most
+	observer    func(Observation) // nil: no observations
+	events      bool              // publish lifecycle events on EventsChannel
+	redlock     redlockConfig     // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
 }
 
 const (
@@ -30,58 +50,59 @@ const (
 	publishTimeout = 500 * time.Millisecond
 )
 
-func newConfig(opts []Option) config {
+func newConfig[O RedlockOption](opts []O) config {
 	node, err := os.Hostname()
 	if err != nil || node == "" {
 		node = "unknown"
 	}
 	cfg := config{node: node, backoffBase: defaultBackoffBase, backoffCap: defaultBackoffCap, events: true}
 	for _, o := range opts {
-		o(&cfg)
+		o.apply(&cfg)
 	}
 	return cfg
 }
 
 // WithNode sets the node name written into lock values (default: the hostname).
-func WithNode(node string) Option { return func(c *config) { c.node = node } }
+func WithNode(node string) Option { return option(func(c *config) { c.node = node }) }
 
 // WithBackoff sets the waiting Obtain's fallback poll: exponential from base up to cap,
 // each step drawn uniformly from [0, step] (full jitter). Wake-up messages make most
 // hand-offs immediate; a lost one costs at most one step. Values below 1 ms are raised to it.
 func WithBackoff(base, cap time.Duration) Option {
-	return func(c *config) {
+	return option(func(c *config) {
 		c.backoffBase = max(base, time.Millisecond)
 		c.backoffCap = max(cap, c.backoffBase)
-	}
+	})
 }
 
-// WithObserver receives an Observation for every acquire, wait, renewal, release and loss,
-// with durations, for metrics. Calls are synchronous: keep them cheap.
-func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+// WithObserver passes f an Observation for every acquire, wait, renewal, release and loss,
+// with durations, for metrics. f is called synchronously on the goroutine that did the step,
+// so it must be fast and must not block.
+func WithObserver(f func(Observation)) Option { return option(func(c *config) { c.observer = f }) }
 
 // WithEvents turns publishing of lifecycle events on EventsChannel on (the default) or off.
 // Most events are published from inside the lock scripts, so they cost no extra round
 // trip; docs/locklib.md gives the measured cost.
-func WithEvents(on bool) Option { return func(c *config) { c.events = on } }
+func WithEvents(on bool) Option { return option(func(c *config) { c.events = on }) }
 
-// ---- Redlock options (NewRedlock only; New ignores them). Owned by the Redlock part, see
-// redlock.go and docs/redlock.md. ----
+// ---- Redlock-only options: NewRedlock takes them, New does not compile with them. Owned
+// by the Redlock part, see redlock.go and docs/redlock.md. ----
 
 // WithInstanceTimeout bounds how long a Redlock operation waits for each instance's answer
 // (default: 5 ms + ttl/20 for acquire and refresh, 250 ms for release and TTL). An instance
 // that does not answer in time counts as failed for that operation, so a dead or frozen
 // instance costs at most this much. d <= 0 restores the default.
-func WithInstanceTimeout(d time.Duration) Option {
-	return func(c *config) { c.redlock.instanceTimeout = max(d, 0) }
+func WithInstanceTimeout(d time.Duration) RedlockOption {
+	return redlockOption(func(c *config) { c.redlock.instanceTimeout = max(d, 0) })
 }
 
 // WithDrift sets Redlock's clock drift allowance, subtracted from every lock's validity:
 // factor*ttl + fixed (default 0.01*ttl + 2 ms). NewRedlock refuses a factor outside [0, 1)
 // or a negative fixed part.
-func WithDrift(factor float64, fixed time.Duration) Option {
-	return func(c *config) {
+func WithDrift(factor float64, fixed time.Duration) RedlockOption {
+	return redlockOption(func(c *config) {
 		c.redlock.driftSet, c.redlock.driftFactor, c.redlock.driftFixed = true, factor, fixed
-	}
+	})
 }
 
 // ---- end of Redlock options ----
@@ -96,6 +117,7 @@ type lockConfig struct {
 	maxRenewalsSet bool
 	maxHold        time.Duration // 0: no hold cap
 	reentrant      bool
+	owner          string // Reentrant: whose levels these are
 }
 
 // defaultMaxRenewals is the watchdog's cap when neither WithMaxRenewals nor WithMaxHold is given.
@@ -131,7 +153,11 @@ func WithMaxRenewals(n int) LockOption {
 // d after acquisition. Given alone, it replaces the default count cap.
 func WithMaxHold(d time.Duration) LockOption { return func(l *lockConfig) { l.maxHold = d } }
 
-// Reentrant makes the lock re-entrant: the same owner (same Client, same ContextWithOwner
-// id) may obtain it again, which increments a count; each Release decrements it and the
-// last one deletes the key.
-func Reentrant() LockOption { return func(l *lockConfig) { l.reentrant = true } }
+// Reentrant makes the lock re-entrant for owner: an Obtain by the same Client with the same
+// owner enters it again, which increments a count; each Release decrements it and the last
+// one deletes the key. Any other owner waits as for a plain lock. The owner is named at every
+// call, not carried in the context, so goroutines that share a context do not silently share
+// the lock; an empty owner is refused with ErrInvalid.
+func Reentrant(owner string) LockOption {
+	return func(l *lockConfig) { l.reentrant, l.owner = true, owner }
+}

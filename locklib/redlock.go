@@ -17,11 +17,12 @@ import (
 //
 // Each client must point at a different, independent master (no replicas of each other).
 // N = 1 behaves like New without fencing tokens and wait queue. The clients are not closed
-// by Client.Close. The Redlock options are WithInstanceTimeout and WithDrift; Obtain waits
-// with the Client's back-off with full jitter, woken by release messages from any instance.
-func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
+// by Client.Close. It takes every Option, and the Redlock-only options WithInstanceTimeout
+// and WithDrift; Obtain waits with the Client's back-off with full jitter, woken by release
+// messages from any instance.
+func NewRedlock(clients []redis.UniversalClient, opts ...RedlockOption) (*Client, error) {
 	s := &redlockStore{}
-	c := newClient(s, opts...)
+	c := newClient(s, opts)
 	if err := s.setup(clients, c.cfg); err != nil {
 		return nil, err
 	}
@@ -112,11 +113,11 @@ func (s *redlockStore) drift(ttl time.Duration) time.Duration {
 // validity is the local deadline of a lock taken (or renewed) for ttl by calls sent at start.
 // Every instance started its TTL after start, so the lock holds on a quorum until at least
 // start + ttl; drift covers clocks running at different rates.
-func (s *redlockStore) validity(start time.Time, ttl time.Duration) (time.Time, error) {
+func (s *redlockStore) validity(key string, start time.Time, ttl time.Duration) (time.Time, error) {
 	until := start.Add(ttl - s.drift(ttl))
 	if !until.After(start) {
-		return time.Time{}, fmt.Errorf("%w: redlock: ttl %v leaves no validity after the clock drift allowance %v",
-			ErrInvalid, ttl, s.drift(ttl))
+		return time.Time{}, fmt.Errorf("%w: redlock: %q: ttl %v leaves no validity after the clock drift allowance %v",
+			ErrInvalid, key, ttl, s.drift(ttl))
 	}
 	return until, nil
 }

@@ -62,7 +62,7 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 	if err := validate(req.key, req.ttl); err != nil {
 		return acquireResult{}, err
 	}
-	validUntil, err := s.validity(start, req.ttl)
+	validUntil, err := s.validity(req.key, start, req.ttl)
 	if err != nil {
 		return acquireResult{}, err
 	}
@@ -120,7 +120,7 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 	if ctxErr != nil {
 		return acquireResult{}, ctxErr
 	}
-	res, err := s.notObtained(got, timeout)
+	res, err := s.notObtained(req.key, got, timeout)
 	if err == nil && req.wake != nil && s.events {
 		if first, waiters := s.wake.startsWaiting(req.key, req.wake); first {
 			s.publish(Event{Type: EventWaiting, Key: req.key, Node: req.value.Node, Trace: req.value.Trace, Waiters: int64(waiters)})
@@ -311,7 +311,7 @@ func (a *redlockAttempt) obtained(got []acquireReply, validUntil time.Time) acqu
 // with an error or could not be reached, or timed out or stayed silent while known to be down
 // (instanceHealth). Otherwise the lock is taken, or instances were merely slow this time (cold
 // connections, a loaded host): acquired=false with a nil error, and Obtain tries again.
-func (s *redlockStore) notObtained(got []acquireReply, timeout time.Duration) (acquireResult, error) {
+func (s *redlockStore) notObtained(key string, got []acquireReply, timeout time.Duration) (acquireResult, error) {
 	answered := countOutcome(got, acquireTaken) + countOutcome(got, acquireRefused)
 	var errs []error
 	for _, r := range got {
@@ -328,8 +328,8 @@ func (s *redlockStore) notObtained(got []acquireReply, timeout time.Duration) (a
 	if len(errs) <= len(s.clients)-s.quorum {
 		return acquireResult{holderTTL: s.holderTTL(got)}, nil
 	}
-	return acquireResult{}, fmt.Errorf("%w: redlock: %d of %d instances answered, quorum is %d: %w",
-		ErrBackend, answered, len(s.clients), s.quorum, errors.Join(errs...))
+	return acquireResult{}, fmt.Errorf("%w: redlock: acquire %q: %d of %d instances answered, quorum is %d: %w",
+		ErrBackend, key, answered, len(s.clients), s.quorum, joinOneLine(errs))
 }
 
 // holderTTL estimates when a quorum frees up for us: the k-th shortest holder TTL, k being how

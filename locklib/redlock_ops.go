@@ -3,7 +3,6 @@ package locklib
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -89,7 +88,7 @@ func (s *redlockStore) refresh(ctx context.Context, h hold, ttl time.Duration) (
 	if err := validate(key, ttl); err != nil {
 		return time.Time{}, err
 	}
-	validUntil, err := s.validity(start, ttl)
+	validUntil, err := s.validity(key, start, ttl)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -183,7 +182,7 @@ func (s *redlockStore) quorumError(op, key string, confirmed int, asked []int, g
 		errs = append(errs, ctxErr)
 	}
 	return fmt.Errorf("%w: redlock: %s %q: decided on %d of %d instances, quorum is %d: %w",
-		ErrBackend, op, key, confirmed, len(s.clients), s.quorum, errors.Join(errs...))
+		ErrBackend, op, key, confirmed, len(s.clients), s.quorum, joinOneLine(errs))
 }
 
 // answeredIn reports which instances have an answer in got.

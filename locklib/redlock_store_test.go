@@ -52,9 +52,9 @@ func (f *redlockFixture) warmUp(t *testing.T) {
 
 // store is a Redlock store on the fixture's instances. The store-level tests are not about
 // timeouts: a generous instance timeout keeps them steady on a loaded machine.
-func (f *redlockFixture) store(t *testing.T, opts ...Option) *redlockStore {
+func (f *redlockFixture) store(t *testing.T, opts ...RedlockOption) *redlockStore {
 	t.Helper()
-	s, err := newRedlockStore(f.clients, newConfig(append([]Option{WithInstanceTimeout(time.Second)}, opts...)))
+	s, err := newRedlockStore(f.clients, newConfig(append([]RedlockOption{WithInstanceTimeout(time.Second)}, opts...)))
 	if err != nil {
 		t.Fatal(err)
 	}

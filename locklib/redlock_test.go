@@ -15,9 +15,9 @@ import (
 
 // client is a Redlock Client on the fixture's instances, closed when the test ends (before
 // the servers stop: cleanups run last-in first-out).
-func (f *redlockFixture) client(t *testing.T, opts ...Option) *Client {
+func (f *redlockFixture) client(t *testing.T, opts ...RedlockOption) *Client {
 	t.Helper()
-	c, err := NewRedlock(f.clients, append([]Option{WithNode("test")}, opts...)...)
+	c, err := NewRedlock(f.clients, append([]RedlockOption{WithNode("test")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,17 +379,16 @@ func TestRedlockSingleInstance(t *testing.T) {
 func TestRedlockReentrant(t *testing.T) {
 	f := newRedlockFixture(t, 3)
 	c := f.client(t)
-	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "job-42")
+	ctx := testCtx(t, 10*time.Second)
 	const key = "lock:rl:reentrant"
-	outer := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant())
-	inner := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant())
+	outer := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant("job-42"))
+	inner := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant("job-42"))
 	ov, _ := ParseValue(outer.Value())
 	iv, _ := ParseValue(inner.Value())
 	if ov.Count != 1 || iv.Count != 2 || ov.Base() != iv.Base() {
 		t.Fatalf("values %q then %q: want the same base with counts 1 and 2", outer.Value(), inner.Value())
 	}
-	other := ContextWithOwner(ctx, "job-7")
-	if _, err := c.TryObtain(other, key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+	if _, err := c.TryObtain(ctx, key, time.Second, Reentrant("job-7")); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("another owner entered: %v", err)
 	}
 	if err := inner.Release(ctx); err != nil {
@@ -503,12 +502,12 @@ func TestNewRedlockInvalid(t *testing.T) {
 	defer rdb.Close()
 	for name, tc := range map[string]struct {
 		clients []redis.UniversalClient
-		opts    []Option
+		opts    []RedlockOption
 	}{
 		"no clients":     {nil, nil},
 		"nil client":     {[]redis.UniversalClient{rdb, nil}, nil},
-		"drift factor 1": {[]redis.UniversalClient{rdb}, []Option{WithDrift(1, 0)}},
-		"negative drift": {[]redis.UniversalClient{rdb}, []Option{WithDrift(0.01, -time.Millisecond)}},
+		"drift factor 1": {[]redis.UniversalClient{rdb}, []RedlockOption{WithDrift(1, 0)}},
+		"negative drift": {[]redis.UniversalClient{rdb}, []RedlockOption{WithDrift(0.01, -time.Millisecond)}},
 	} {
 		if c, err := NewRedlock(tc.clients, tc.opts...); !errors.Is(err, ErrInvalid) || c != nil {
 			t.Errorf("%s: NewRedlock = %v, %v; want ErrInvalid", name, c, err)
@@ -542,9 +541,9 @@ func TestRedlockMiniredisCompatibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "worker-1")
-	l := mustObtain(t, c, ctx, "lock:demo:a", time.Second, Reentrant())
-	again := mustObtain(t, c, ctx, "lock:demo:a", time.Second, Reentrant())
+	ctx := testCtx(t, 10*time.Second)
+	l := mustObtain(t, c, ctx, "lock:demo:a", time.Second, Reentrant("worker-1"))
+	again := mustObtain(t, c, ctx, "lock:demo:a", time.Second, Reentrant("worker-1"))
 	if err := again.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

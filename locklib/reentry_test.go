@@ -1,7 +1,6 @@
 package locklib
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -13,14 +12,14 @@ import (
 func TestReentryCounts(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
-	ctx := ContextWithOwner(testCtx(t, 10*time.Second), "job-42")
+	ctx := testCtx(t, 10*time.Second)
 	const key = "lock:reentrant"
-	outer := mustObtain(t, c, ctx, key, 5*time.Second, Reentrant(), WithTrace("req-1"))
+	outer := mustObtain(t, c, ctx, key, 5*time.Second, Reentrant("job-42"), WithTrace("req-1"))
 	if !strings.HasSuffix(outer.Value(), ":1") {
 		t.Fatalf("value %q has no count 1", outer.Value())
 	}
 	base := strings.TrimSuffix(outer.Value(), ":1")
-	inner := mustObtain(t, c, ctx, key, time.Second, Reentrant())
+	inner := mustObtain(t, c, ctx, key, time.Second, Reentrant("job-42"))
 	if inner.Value() != base+":2" || rdb.Get(ctx, key).Val() != base+":2" {
 		t.Fatalf("re-entry value %q, stored %q, want %q", inner.Value(), rdb.Get(ctx, key).Val(), base+":2")
 	}
@@ -32,16 +31,21 @@ func TestReentryCounts(t *testing.T) {
 	}
 
 	// Another owner, on the same client or another, can neither enter nor release.
-	other := ContextWithOwner(ctx, "job-43")
-	if _, err := c.TryObtain(other, key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+	if _, err := c.TryObtain(ctx, key, time.Second, Reentrant("job-43")); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("another owner entered: %v", err)
 	}
 	c2, _ := newTestClient(t, srv)
-	if _, err := c2.TryObtain(ctx, key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
+	if _, err := c2.TryObtain(ctx, key, time.Second, Reentrant("job-42")); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("the same owner id on another client entered: %v", err)
 	}
-	if _, err := c.TryObtain(context.Background(), key, time.Second, Reentrant()); !errors.Is(err, ErrNotObtained) {
-		t.Fatalf("an Obtain without owner entered: %v", err)
+	// Without an owner there is nothing to re-enter by: refused at once, not a wait on
+	// itself until the context ends.
+	if _, err := c.TryObtain(ctx, key, time.Second, Reentrant("")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a TryObtain without owner: %v, want ErrInvalid", err)
+	}
+	if _, err := c.Obtain(ctx, key, time.Second, Reentrant("")); !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "needs an owner") {
+		t.Fatalf("an Obtain without owner: %v, want ErrInvalid naming the owner", err)
 	}
 	forged := &Lock{c: c2, h: hold{key: key, match: strings.Replace(base, "req-1", "req-2", 1), op: "forged:1", reentrant: true}}
 	forged.lost = make(chan struct{})

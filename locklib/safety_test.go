@@ -89,10 +89,10 @@ func TestInnerLevelNeverShortensTheKey(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	other, _ := newTestClient(t, srv)
-	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:shared-levels"
-	outer := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant())
-	inner := mustObtain(t, c, ctx, key, 300*time.Millisecond, Reentrant(), WithWatchdog())
+	outer := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant("job"))
+	inner := mustObtain(t, c, ctx, key, 300*time.Millisecond, Reentrant("job"), WithWatchdog())
 	time.Sleep(250 * time.Millisecond) // the inner watchdog renews (every 100 ms)
 	if err := inner.Refresh(ctx, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -118,11 +118,11 @@ func TestReentrantReleaseRunTwice(t *testing.T) {
 	fx := newFaulty(t)
 	c, rdb, f := fx.c, fx.rdb, fx.faults
 	other, _ := newTestClient(t, fx.srv)
-	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:release-twice"
-	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
-	mid := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
-	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
+	mid := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
+	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
 	fired := f.DropReply(isScript(scriptRelease))
 	if err := inner.Release(ctx); err != nil {
 		t.Fatalf("a release whose first reply was lost: %v, want nil", err)
@@ -146,11 +146,11 @@ func TestReentrantReleaseRunTwice(t *testing.T) {
 func TestReentryRunTwice(t *testing.T) {
 	fx := newFaulty(t)
 	c, rdb, f := fx.c, fx.rdb, fx.faults
-	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:reenter-twice"
-	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
 	fired := f.DropReply(isScript(scriptAcquire))
-	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
 	<-fired
 	if v, _ := redistest.Value(t, rdb, key); !strings.HasSuffix(v, ":2") || !strings.HasSuffix(inner.Value(), ":2") {
 		t.Fatalf("one re-entry stored %q (the Lock says %q), want count 2", v, inner.Value())
@@ -266,7 +266,7 @@ func TestObtainCancelledWhileItsAcquireIsOnItsWay(t *testing.T) {
 		opts []LockOption
 		try  bool
 	}{
-		{"reentrant Obtain", []LockOption{Reentrant()}, false},
+		{"reentrant Obtain", []LockOption{Reentrant("job")}, false},
 		{"plain Obtain", nil, false},
 		{"TryObtain", nil, true},
 	} {
@@ -278,7 +278,7 @@ func TestObtainCancelledWhileItsAcquireIsOnItsWay(t *testing.T) {
 				release := make(chan struct{})
 				defer close(release)
 				f.HoldReply(isScriptWith(scriptAcquire, "cancelled"), release)
-				ctx, cancel := context.WithTimeout(ContextWithOwner(context.Background(), "job"), 200*time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 				defer cancel()
 				obtain := c.Obtain
 				if tc.try {
@@ -336,10 +336,10 @@ func TestRedlockReentrantReleaseRunTwice(t *testing.T) {
 	}
 	fx.warmUp(t)
 	c := fx.client(t)
-	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:rl:release-twice"
-	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
-	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant())
+	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
+	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
 	for range 3 {
 		faults.DropReply(isScript(scriptRedlockRelease))
 	}
@@ -396,7 +396,6 @@ func TestReleaseBoundWithDefaultOptions(t *testing.T) {
 func TestFailedScriptWritesNothing(t *testing.T) {
 	companions := map[string]func(string) string{"fence": FenceKey, "queue": WaitQueueKey,
 		"presence": WaitPresenceKey, "levels": LevelsKey, "ended": EndedKey}
-	owner := ContextWithOwner(context.Background(), "job")
 	// Each path prepares the key (before the companion is broken) and then runs the call.
 	paths := map[string]struct {
 		prepare func(t *testing.T, c *Client, key string) *Lock
@@ -406,12 +405,12 @@ func TestFailedScriptWritesNothing(t *testing.T) {
 			return tryAndRelease(c.TryObtain(context.Background(), key, 10*time.Second))
 		}},
 		"TryObtain re-entrant": {nil, func(c *Client, key string, _ *Lock) error {
-			return tryAndRelease(c.TryObtain(owner, key, 10*time.Second, Reentrant()))
+			return tryAndRelease(c.TryObtain(context.Background(), key, 10*time.Second, Reentrant("job")))
 		}},
 		"re-entry": {func(t *testing.T, c *Client, key string) *Lock {
-			return mustObtain(t, c, owner, key, 10*time.Second, Reentrant())
+			return mustObtain(t, c, context.Background(), key, 10*time.Second, Reentrant("job"))
 		}, func(c *Client, key string, _ *Lock) error {
-			return tryAndRelease(c.TryObtain(owner, key, 10*time.Second, Reentrant()))
+			return tryAndRelease(c.TryObtain(context.Background(), key, 10*time.Second, Reentrant("job")))
 		}},
 		"Obtain behind a holder": {func(t *testing.T, c *Client, key string) *Lock {
 			return mustObtain(t, c, context.Background(), key, 10*time.Second)
@@ -424,7 +423,7 @@ func TestFailedScriptWritesNothing(t *testing.T) {
 			return mustObtain(t, c, context.Background(), key, 10*time.Second)
 		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
 		"Release re-entrant": {func(t *testing.T, c *Client, key string) *Lock {
-			return mustObtain(t, c, owner, key, 10*time.Second, Reentrant())
+			return mustObtain(t, c, context.Background(), key, 10*time.Second, Reentrant("job"))
 		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
 	}
 	srv := redistest.Start(t)
@@ -511,10 +510,9 @@ func TestReleaseUnderMemoryPressure(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithArgs("--maxmemory", "3mb", "--maxmemory-policy", "noeviction"))
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 20*time.Second)
-	owner := ContextWithOwner(ctx, "job")
 	plain := mustObtain(t, c, ctx, "lock:oom", 30*time.Second)
-	outer := mustObtain(t, c, owner, "lock:oom-re", 30*time.Second, Reentrant())
-	inner := mustObtain(t, c, owner, "lock:oom-re", 30*time.Second, Reentrant())
+	outer := mustObtain(t, c, ctx, "lock:oom-re", 30*time.Second, Reentrant("job"))
+	inner := mustObtain(t, c, ctx, "lock:oom-re", 30*time.Second, Reentrant("job"))
 	fillMemory(t, rdb)
 	if err := plain.Release(ctx); err != nil {
 		t.Errorf("plain Release under OOM: %v (PTTL now %v)", err, rdb.PTTL(ctx, "lock:oom").Val())
@@ -563,7 +561,6 @@ func TestReentryThroughTheQueueLeavesNoEntry(t *testing.T) {
 	c, rdb := newTestClient(t, srv, WithBackoff(5*time.Millisecond, 2*time.Second))
 	other, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 30*time.Second)
-	owner := ContextWithOwner(ctx, "job")
 	const key = "lock:reentry-queue"
 	blocker := mustObtain(t, other, ctx, key, 10*time.Second)
 	type result struct {
@@ -571,9 +568,9 @@ func TestReentryThroughTheQueueLeavesNoEntry(t *testing.T) {
 		err error
 	}
 	first, second := make(chan result, 1), make(chan result, 1)
-	go func() { l, err := c.Obtain(owner, key, 10*time.Second, Reentrant()); first <- result{l, err} }()
+	go func() { l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant("job")); first <- result{l, err} }()
 	redistest.Eventually(t, "first queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 1 })
-	go func() { l, err := c.Obtain(owner, key, 10*time.Second, Reentrant()); second <- result{l, err} }()
+	go func() { l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant("job")); second <- result{l, err} }()
 	redistest.Eventually(t, "second queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 2 })
 	if err := blocker.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -639,14 +636,14 @@ func TestRedlockLateUndoKeepsTheNextAttemptsLevel(t *testing.T) {
 	fx.warmUp(t)
 	c := fx.client(t)
 	other := fx.client(t)
-	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:rl:late-undo"
 	// Attempt 1 is refused by instances 1 and 2; instance 1 frees up after 300 ms.
 	fx.clients[1].Set(ctx, key, "blocker-1", 300*time.Millisecond)
 	fx.clients[2].Set(ctx, key, "blocker-2", 20*time.Second)
 	release := make(chan struct{})
 	held := faults.HoldReply(isScript(scriptRedlockReentrant), release) // instance 0, attempt 1
-	l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant())
+	l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant("job"))
 	<-held
 	if err != nil {
 		close(release)
@@ -679,10 +676,10 @@ func TestRedlockAcquireAfterItsReleaseTakesNothing(t *testing.T) {
 	}
 	fx.warmUp(t)
 	c := fx.client(t, WithInstanceTimeout(200*time.Millisecond))
-	ctx := ContextWithOwner(testCtx(t, 20*time.Second), "job")
+	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:rl:acquire-after-release"
 	faults.DelayRequest(isScript(scriptRedlockReentrant), 700*time.Millisecond)
-	l := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant())
+	l := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant("job"))
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

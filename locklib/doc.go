@@ -1,0 +1,55 @@
+// Package locklib is a Redis distributed lock with fencing tokens, a capped watchdog, a
+// signal when a lock is lost, re-entrant locks, FIFO hand-off between waiters, and Redlock
+// over N independent servers behind the same API.
+//
+// # Locks
+//
+// A [Client] obtains locks; make one per process with [New] over any go-redis v9 client
+// (one server or a Redis Cluster) and Close it at the end. A [Lock] is one held lock on one
+// key, for a ttl:
+//
+//   - [Client.Obtain] waits until the key is free (waiters are served in arrival order), the
+//     context ends or Redis fails. [Client.TryObtain] makes one attempt and does not wait.
+//     On any error the returned Lock is nil: return, never go on to use it.
+//   - [Lock.Release] gives the lock up. It is owner-checked, so a holder whose lock expired
+//     cannot delete the next holder's, and it runs even when the context was cancelled.
+//   - [Lock.Refresh] extends the lock; [WithWatchdog] does so every ttl/3 in the background,
+//     up to a cap ([WithMaxRenewals], [WithMaxHold]).
+//   - [Lock.Lost] is closed once the lock is lost: a renewal was refused, or its validity
+//     ran out without a confirmed renewal (Redis unreachable, watchdog capped). Stop touching
+//     the protected resource then; [Lock.Err] says why.
+//
+// # Fencing tokens
+//
+// A lock service cannot stop a holder that paused past its lock's expiry from writing late.
+// [Lock.Token] is a fencing token, strictly greater than every token given before for the
+// key: pass it with every write, and let the protected resource refuse a token lower than
+// one it has seen (see ExampleLock_Token).
+//
+// # Re-entrant locks
+//
+// With [Reentrant](owner), an Obtain by the same Client with the same owner enters a lock
+// that owner holds again, and the key is deleted with the last Release. The owner is named
+// at every call: goroutines that merely share a context never share the lock, and an empty
+// owner is refused with [ErrInvalid].
+//
+// # Redlock
+//
+// [NewRedlock] returns the same Client over N independent Redis masters: a lock is held when
+// a majority took it within its validity. Code switches between the two by construction
+// only, except that Token is 0 there (no safe fencing token exists over independent
+// counters). It also takes the Redlock-only options [WithInstanceTimeout] and [WithDrift];
+// [New] does not compile with them.
+//
+// # Errors
+//
+// Switch on errors with [errors.Is]: [ErrNotObtained] (taken, or the context ended: the
+// error then wraps ctx.Err() too), [ErrBackend] (Redis or the network; the cause stays
+// reachable), [ErrInvalid] (a bad argument), [ErrNotHeld] (Release or Refresh of a lock that
+// is no longer held), [ErrLost] with [ErrValidityPassed] or ErrNotHeld (from Lock.Err).
+// Every message is one line and names the key.
+//
+// docs/locklib.md describes the design (waiting, events, metrics, Redis Cluster), and
+// docs/guarantees.md lists every promise with the test that checks it; docs/redlock.md
+// covers Redlock and docs/value-format.md what locklib writes into Redis.
+package locklib
