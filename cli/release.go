@@ -13,7 +13,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/lockscope/lockscope/actions"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
@@ -163,7 +163,7 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 // holderText describes a value: decoded when it is locklib's format, else the value itself.
 func holderText(value string) string {
 	safe := scanner.SafeText(value, 200)
-	v, err := locklib.ParseValue(value)
+	v, err := protocol.ParseValue(value)
 	if err != nil {
 		return fmt.Sprintf("value %q", safe)
 	}

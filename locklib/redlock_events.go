@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Redlock publishes its lifecycle events from Go, after the quorum decided (no single
@@ -31,7 +33,7 @@ type redlockEvents struct {
 // events are dropped (best effort, like every event).
 const redlockEventQueue = 1024
 
-func (p *redlockEvents) send(e Event) {
+func (p *redlockEvents) send(e protocol.Event) {
 	if e.AtMs == 0 {
 		e.AtMs = time.Now().UnixMilli()
 	}
@@ -81,7 +83,7 @@ func (p *redlockEvents) run(ctx context.Context, queue chan []byte) {
 				defer cancel()
 				pipe := c.Pipeline()
 				for _, payload := range batch {
-					pipe.Publish(pctx, EventsChannel, payload)
+					pipe.Publish(pctx, protocol.EventsChannel, payload)
 				}
 				_, _ = pipe.Exec(pctx)
 			})
@@ -103,19 +105,19 @@ func (p *redlockEvents) close() {
 }
 
 // publishEvent queues an event sent by the Client (lost, renew_failed) for every instance.
-func (s *redlockStore) publishEvent(e Event) { s.publish(e) }
+func (s *redlockStore) publishEvent(e protocol.Event) { s.publish(e) }
 
 // publish queues e when events are on.
-func (s *redlockStore) publish(e Event) {
+func (s *redlockStore) publish(e protocol.Event) {
 	if s.events {
 		s.eventQueue.send(e)
 	}
 }
 
 // redlockHolderEvent is an event about the holder of value (released, renewed).
-func redlockHolderEvent(t EventType, key, value string) Event {
-	e := Event{Type: t, Key: key, Value: value}
-	if v, err := ParseValue(value); err == nil {
+func redlockHolderEvent(t EventType, key, value string) protocol.Event {
+	e := protocol.Event{Type: string(t), Key: key, Value: value}
+	if v, err := protocol.ParseValue(value); err == nil {
 		e.Node, e.Trace = v.Node, v.Trace
 		if t == EventReleased {
 			e.HoldMs = time.Since(v.AcquiredAt).Milliseconds()

@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // release gives the lock up on every instance in parallel (compare-and-delete, or one re-entry
@@ -43,7 +45,7 @@ func (s *redlockStore) release(ctx context.Context, h hold) error {
 	}
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, targets, timeout, func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, h, RedlockReleasedChannel, true)
+		return s.releaseOn(ctx, i, h, protocol.RedlockReleasedChannel, true)
 	}, func(got []instanceReply[int64]) bool {
 		released, notHeld := tally(got)
 		return !h.reentrant && released >= s.quorum || notHeld > n-s.quorum || s.onlyDownLeft(func(i int) bool {
@@ -75,7 +77,7 @@ func (s *redlockStore) releaseOn(ctx context.Context, i int, h hold, channel str
 	if record {
 		rec = "1"
 	}
-	keys := []string{h.key, LevelsKey(h.key), EndedKey(h.key)}
+	keys := []string{h.key, protocol.LevelsKey(h.key), protocol.EndedKey(h.key)}
 	return scriptRedlockRelease.Run(ctx, s.clients[i], keys, h.match, reentrant, channel, h.op, rec).Int64()
 }
 
@@ -109,7 +111,7 @@ func (s *redlockStore) refresh(ctx context.Context, h hold, ttl time.Duration) (
 	timeout := s.instanceTimeout(ttl)
 	got, ctxErr := fanOut(ctx, s, s.allInstances(), timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return scriptRefresh.Run(ctx, s.clients[i], []string{key, LevelsKey(key)}, h.match, h.level(), ttl.Milliseconds(), "").Int64()
+			return scriptRefresh.Run(ctx, s.clients[i], []string{key, protocol.LevelsKey(key)}, h.match, h.level(), ttl.Milliseconds(), "").Int64()
 		},
 		func(got []instanceReply[int64]) bool {
 			extended, refused := tally(got)
@@ -140,7 +142,7 @@ func (s *redlockStore) pttl(ctx context.Context, h hold) (time.Duration, error) 
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, s.allInstances(), timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return scriptPTTL.Run(ctx, s.clients[i], []string{key, LevelsKey(key)}, h.match, h.level()).Int64()
+			return scriptPTTL.Run(ctx, s.clients[i], []string{key, protocol.LevelsKey(key)}, h.match, h.level()).Int64()
 		}, func(got []instanceReply[int64]) bool { return s.onlyDownLeft(answeredIn(got)) })
 	var held []time.Duration
 	var notHeld int

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Redlock runs refresh.lua and pttl.lua on each instance as they are, and two scripts of its
@@ -18,6 +20,6 @@ var (
 	//go:embed redlock_release.lua
 	luaRedlockRelease string
 
-	scriptRedlockReentrant = redis.NewScript(luaLib + luaRedlockReentrant)
-	scriptRedlockRelease   = redis.NewScript(luaLib + luaRedlockRelease)
+	scriptRedlockReentrant = redis.NewScript(protocol.LuaLibrary + luaRedlockReentrant)
+	scriptRedlockRelease   = redis.NewScript(protocol.LuaLibrary + luaRedlockRelease)
 )

@@ -7,11 +7,9 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// RedlockReleasedChannel carries "<key>\n<value>" for every Redlock lock deleted by a release,
-// on each instance (published by redlock_release.lua, and by the inspector's force-release).
-const RedlockReleasedChannel = "lockscope:redlock:released"
+	"github.com/lockscope/lockscope/locklib/protocol"
+)
 
 // redlockWakeups multiplexes release messages to waiters: one subscription per instance per
 // Client, started with the first waiter, whatever the number of keys and waiters. A release
@@ -73,7 +71,7 @@ func (w *redlockWakeups) start() {
 		w.readers.Add(1)
 		go func() {
 			defer w.readers.Done()
-			_ = ps.Subscribe(context.Background(), RedlockReleasedChannel) // retried on reconnect
+			_ = ps.Subscribe(context.Background(), protocol.RedlockReleasedChannel) // retried on reconnect
 			for msg := range ps.Channel() {
 				if key, value, ok := strings.Cut(msg.Payload, "\n"); ok {
 					w.released(key, value)

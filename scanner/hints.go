@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ func (s *Scanner) hints(ctx context.Context, warn func(string)) <-chan string {
 				warn("could not enable keyspace notifications on " + s.addr(i) + ": " + err.Error())
 			}
 		}
-		sub := c.Subscribe(ctx, locklib.EventsChannel)
+		sub := c.Subscribe(ctx, protocol.EventsChannel)
 		if s.target.Mode != Cluster {
 			if err := sub.PSubscribe(ctx, "__keyspace@*__:"+s.opts.Pattern); err != nil {
 				warn("keyspace notifications unavailable on " + s.addr(i) + ": " + err.Error())
@@ -61,8 +61,8 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, out chan<
 
 // hintKey extracts the key a message is about.
 func hintKey(m *redis.Message) string {
-	if m.Channel == locklib.EventsChannel {
-		var ev locklib.Event
+	if m.Channel == protocol.EventsChannel {
+		var ev protocol.Event
 		if json.Unmarshal([]byte(m.Payload), &ev) != nil {
 			return ""
 		}
