@@ -22,7 +22,7 @@ var (
 	extendLua string
 
 	// release.lua wakes locklib's waiters with the protocol's own Lua (wakeNext).
-	releaseSource = protocol.LuaLibrary + holderLua + "\n" + releaseLua
+	releaseSource = protocol.LuaLibrary() + holderLua + "\n" + releaseLua
 	extendSource  = holderLua + "\n" + extendLua
 	releaseScript = redis.NewScript(releaseSource)
 	extendScript  = redis.NewScript(extendSource)

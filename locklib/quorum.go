@@ -2,10 +2,18 @@ package locklib
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// A Redlock store's calls go to N instances at once and count the answers against the
+// quorum: the fan-out, the instances' health, and the error when too few answered.
 
 // instanceReply is one instance's answer to a call sent to several instances.
 type instanceReply[T any] struct {
@@ -92,4 +100,78 @@ func (s *redlockStore) silentErrors(indices []int, answered func(i int) bool, ti
 		}
 	}
 	return errs
+}
+
+// instanceHealth counts, per instance, its calls that failed in a row: an instance is known
+// down after a connection failure (refused, reset, closed), or after downAfterTimeouts
+// timeouts in a row (a killed instance often only times out: go-redis keeps redialing it past
+// the deadline), and up again after any answer. A silent instance that is known down counts
+// as failed; a single timeout only means slow: on a loaded host every instance is at times.
+type instanceHealth []atomic.Int32
+
+const downAfterTimeouts = 3
+
+func (h instanceHealth) note(i int, err error) {
+	switch {
+	case isConnectionFailure(err):
+		h[i].Store(downAfterTimeouts)
+	case err != nil && isTimeout(err):
+		if h[i].Load() < downAfterTimeouts { // racy, harmlessly: it only has to reach the bar
+			h[i].Add(1)
+		}
+	default: // an answer, even an error reply: the server is up
+		h[i].Store(0)
+	}
+}
+
+// isConnectionFailure reports whether err means the instance could not be reached at all:
+// neither an error reply from a live server (WRONGTYPE, NOSCRIPT...) nor a timeout.
+func isConnectionFailure(err error) bool {
+	var reply redis.Error
+	return err != nil && !errors.As(err, &reply) && !isTimeout(err)
+}
+
+// isTimeout reports whether err is a deadline or timeout: the instance may just be slow.
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.As(err, &netErr) && netErr.Timeout()
+}
+
+func (h instanceHealth) isDown(i int) bool { return h[i].Load() >= downAfterTimeouts }
+
+// onlyDownLeft reports whether every instance that has not answered is known to be down, so
+// that waiting for them until the timeout would only delay the outcome (a split vote with an
+// instance dead would otherwise cost every attempt the full instance timeout).
+func (s *redlockStore) onlyDownLeft(answered func(i int) bool) bool {
+	for i := range s.clients {
+		if !answered(i) && !s.health.isDown(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// quorumError is an operation that could not be decided because too few instances answered:
+// ErrBackend with every instance's error (and the context's, if it ended).
+func (s *redlockStore) quorumError(op, key string, confirmed int, asked []int, got []instanceReply[int64], timeout time.Duration, ctxErr error) error {
+	var errs []error
+	for _, r := range got {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.instanceName(r.index), r.err))
+		}
+	}
+	errs = append(errs, s.silentErrors(asked, answeredIn(got), timeout)...)
+	if ctxErr != nil {
+		errs = append(errs, ctxErr)
+	}
+	return fmt.Errorf("%w: redlock: %s %q: decided on %d of %d instances, quorum is %d: %w",
+		ErrBackend, op, key, confirmed, len(s.clients), s.quorum, errors.Join(errs...))
+}
+
+// answeredIn reports which instances have an answer in got.
+func answeredIn[T any](got []instanceReply[T]) func(i int) bool {
+	return func(i int) bool {
+		return slices.ContainsFunc(got, func(r instanceReply[T]) bool { return r.index == i })
+	}
 }

@@ -2,7 +2,6 @@ package locklib
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -154,7 +153,7 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 	start := time.Now()
 	var renewedEvent string
 	if s.events {
-		renewedEvent = s.holderEvent(EventRenewed, h.key, h.match)
+		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
 	}
 	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key)},
 		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
@@ -182,7 +181,7 @@ func (h hold) level() string {
 func (s *singleStore) release(ctx context.Context, h hold) error {
 	var releasedEvent string
 	if s.events {
-		releasedEvent = s.holderEvent(EventReleased, h.key, h.match)
+		releasedEvent = holderEventPrefix(EventReleased, h.key, h.match)
 	}
 	flag := "0"
 	if h.reentrant {
@@ -317,32 +316,6 @@ func (s *singleStore) close() error {
 	err := s.hub.close()
 	s.calls.wait()
 	return err
-}
-
-// publishEvent publishes e in the background, bounded by publishTimeout when the client
-// bounds reads by the context (and by its ReadTimeout otherwise).
-func (s *singleStore) publishEvent(e protocol.Event) {
-	payload, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	s.calls.spawn(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-		defer cancel()
-		_ = s.rdb.Publish(ctx, protocol.EventsChannel, payload).Err()
-	})
-}
-
-// holderEvent is the JSON prefix of an event about the holder of value (released, renewed).
-func (s *singleStore) holderEvent(t EventType, key, value string) string {
-	e := protocol.Event{Type: string(t), Key: key, Value: value, AtMs: time.Now().UnixMilli()}
-	if v, err := protocol.ParseValue(value); err == nil {
-		e.Node, e.Trace = v.Node, v.Trace
-		if t == EventReleased {
-			e.HoldMs = time.Since(v.AcquiredAt).Milliseconds()
-		}
-	}
-	return eventPrefix(e)
 }
 
 // checkKey refuses, in Redis Cluster, a key whose companion keys would land in another

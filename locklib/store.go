@@ -7,8 +7,8 @@ import (
 	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
-// store is where locks live: one Redis server or cluster (the single-instance store) or a
-// Redlock quorum of N independent servers. Client and Lock hold everything that is the same
+// store is where locks live: one Redis server or cluster (singleStore, single.go) or a
+// Redlock quorum of N independent servers (redlockStore, redlock.go and redlock_acquire.go). Client and Lock hold everything that is the same
 // for both (options, waiting and back-off, the watchdog, Lost(), events, the observer), so
 // code switches between them by construction only: New(rdb) or NewRedlock(clients).
 //
