@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,7 +21,8 @@ var (
 	//go:embed extend.lua
 	extendLua string
 
-	releaseSource = holderLua + "\n" + releaseLua
+	// release.lua wakes locklib's waiters with the protocol's own Lua (wakeNext).
+	releaseSource = protocol.LuaLibrary() + holderLua + "\n" + releaseLua
 	extendSource  = holderLua + "\n" + extendLua
 	releaseScript = redis.NewScript(releaseSource)
 	extendScript  = redis.NewScript(extendSource)
@@ -59,11 +60,10 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	keys, args := []string{key}, scriptArgs(expect, ttl)
 	if action == ActionExtend {
 		script, source, success = extendScript, extendSource, Extended
-		keys = append(keys, locklib.LevelsKey(key))
+		keys = append(keys, protocol.LevelsKey(key))
 	} else {
-		// release.lua wakes locklib's waiters: its queue keys, and the channels they listen on.
-		keys = append(keys, locklib.WaitQueueKey(key), locklib.WaitPresenceKey(key), locklib.LevelsKey(key))
-		args = append(args, locklib.WakeChannelPrefix, locklib.RedlockReleasedChannel)
+		// release.lua wakes locklib's waiters: it needs their queue keys.
+		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key))
 	}
 
 	res.Instances = make([]InstanceResult, len(a.target.Clients))
@@ -86,7 +86,7 @@ func isReentrantLockscope(expect any) bool {
 	if !ok {
 		return false
 	}
-	v, err := locklib.ParseValue(s)
+	v, err := protocol.ParseValue(s)
 	return err == nil && v.Count > 0
 }
 

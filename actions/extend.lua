@@ -1,6 +1,6 @@
 -- Compare-and-PEXPIRE (holder.lua is prepended): sets the TTL of KEYS[1] to ARGV[2] ms only
 -- when it still holds the expected value. A re-entrant locklib lock's levels set (KEYS[2],
--- locklib.LevelsKey) must live as long as the key: it gets the same TTL.
+-- protocol.LevelsKey) must live as long as the key: it gets the same TTL.
 local status, current = holder(KEYS[1])
 if status == 'match' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -10,6 +10,7 @@ import (
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
@@ -267,7 +268,7 @@ func TestScriptPermissionErrorNamesTheCommand(t *testing.T) {
 	}
 }
 
-// A re-entrant locklib lock keeps its levels (locklib.LevelsKey) as long as the key: an
+// A re-entrant locklib lock keeps its levels (protocol.LevelsKey) as long as the key: an
 // operator's extend moves both, and the holder's levels still release after the old TTL.
 func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 	target, c, srv := standalone(t)
@@ -300,7 +301,7 @@ func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 	if res, err := a.Extend(ctx, "lock:levels", inner.Value(), time.Minute, "stuck job"); err != nil || res.Outcome != Extended {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if ttl := c.PTTL(ctx, locklib.LevelsKey("lock:levels")).Val(); ttl < 59*time.Second {
+	if ttl := c.PTTL(ctx, protocol.LevelsKey("lock:levels")).Val(); ttl < 59*time.Second {
 		t.Fatalf("the levels set lives %v after an extend to 1m", ttl)
 	}
 	time.Sleep(400 * time.Millisecond) // past the TTL the levels were taken with
@@ -310,7 +311,7 @@ func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 	if res, err := a.Release(ctx, "lock:levels", strings.TrimSuffix(inner.Value(), ":2")+":1", "stuck"); err != nil || res.Outcome != Released {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if c.Exists(ctx, locklib.LevelsKey("lock:levels")).Val() != 0 {
+	if c.Exists(ctx, protocol.LevelsKey("lock:levels")).Val() != 0 {
 		t.Fatal("a force-release left the levels set")
 	}
 	if err := outer.Release(ctx); !errors.Is(err, locklib.ErrNotHeld) {

@@ -9,6 +9,7 @@ import (
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,18 +73,18 @@ func TestForceReleaseWakesTheQueuedWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := listen(t, c, locklib.WakeChannelPrefix+"*")
+	ps := listen(t, c, protocol.WakeChannelPrefix+"*")
 	got := waitFor(ctx, waiter, "lock:stuck")
 	var queued []string
 	redistest.Eventually(t, "the waiter in the queue", func() bool {
-		queued, err = c.ZRange(ctx, locklib.WaitQueueKey("lock:stuck"), 0, -1).Result()
+		queued, err = c.ZRange(ctx, protocol.WaitQueueKey("lock:stuck"), 0, -1).Result()
 		return err == nil && len(queued) == 1
 	})
 	// The entry is "<waiter id>|<ttl ms>|<value>", the id "<client id>:<n>": the wake-up
 	// names that waiter and the key, on its client's channel.
 	waiterID, _, _ := strings.Cut(queued[0], "|")
 	clientID, _, _ := strings.Cut(waiterID, ":")
-	forceRelease(t, target, held, ps, locklib.WakeChannelPrefix+clientID,
+	forceRelease(t, target, held, ps, protocol.WakeChannelPrefix+clientID,
 		func(p string) bool { return p == waiterID+"\nlock:stuck" }, got)
 }
 
@@ -108,9 +109,9 @@ func TestForceReleaseWakesRedlockWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := listen(t, clients[0], locklib.RedlockReleasedChannel)
+	ps := listen(t, clients[0], protocol.RedlockReleasedChannel)
 	got := waitFor(ctx, waiter, "lock:rl:stuck")
-	forceRelease(t, target, held, ps, locklib.RedlockReleasedChannel,
+	forceRelease(t, target, held, ps, protocol.RedlockReleasedChannel,
 		func(p string) bool { return p == "lock:rl:stuck\n"+held.Value() }, got)
 }
 

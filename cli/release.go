@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
@@ -173,7 +173,7 @@ func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
 // holderText describes a value: decoded when it is locklib's format, else the value itself.
 func holderText(value string) present.Safe {
 	shown := present.Cut{Text: value, Max: 200}
-	v, err := locklib.ParseValue(value)
+	v, err := protocol.ParseValue(value)
 	if err != nil {
 		return present.Sprintf("value %q", shown)
 	}

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
@@ -93,7 +93,7 @@ func toShowJSON(l *scanner.Lock) showJSON {
 func decodedValue(l *scanner.Lock) map[string]any {
 	switch l.Format {
 	case scanner.FormatLockscope:
-		v, err := locklib.ParseValue(l.Value)
+		v, err := protocol.ParseValue(l.Value)
 		if err != nil {
 			return nil
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // End-to-end tests of the console: the real binary in a real terminal (tmux), against a real
@@ -174,11 +175,11 @@ func TestTUIEndToEnd(t *testing.T) {
 	})
 
 	// locklib's events reach the event log.
-	ev, _ := json.Marshal(locklib.Event{Type: locklib.EventRenewFailed, Key: "lock:e2e:order", Node: "e2e-node",
+	ev, _ := json.Marshal(protocol.Event{Type: string(locklib.EventRenewFailed), Key: "lock:e2e:order", Node: "e2e-node",
 		Reason: "e2e-probe", AtMs: time.Now().UnixMilli()})
 	s.waitFor("the published event", 10*time.Second, func(scr string) bool {
 		// PUBLISH until the console's subscription is up (a message before it is lost).
-		_ = srv.Client().Publish(context.Background(), locklib.EventsChannel, ev).Err()
+		_ = srv.Client().Publish(context.Background(), protocol.EventsChannel, ev).Err()
 		return strings.Contains(scr, "renew_failed") && strings.Contains(scr, "reason=e2e-probe")
 	})
 

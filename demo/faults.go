@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -172,7 +172,7 @@ func (c *Controller) wipeDemoLocks(i int) error {
 			errs = append(errs, err)
 			continue
 		}
-		if v, perr := locklib.ParseValue(val); perr != nil || !strings.HasPrefix(v.Node, "demo-w") {
+		if v, perr := protocol.ParseValue(val); perr != nil || !strings.HasPrefix(v.Node, "demo-w") {
 			continue
 		}
 		if err := wipeScript.Run(ctx, cl, []string{key}, val).Err(); err != nil {

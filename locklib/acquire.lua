@@ -13,7 +13,7 @@ local value, ttl, rand, op, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local window, fenceTTL = tonumber(ARGV[6]), ARGV[7]
 local acquiredEvent, waitingEvent = ARGV[8], ARGV[9]
 
--- Reads before any write (lib.lua): ended, lock, queue and fence here; presence is read (by
+-- Reads before any write (protocol/lib.lua): ended, lock, queue and fence here; presence is read (by
 -- prune) before any write when there are waiters, and written first otherwise; levels are
 -- read (SCARD) before a re-entry and deleted (which cannot fail) before a first entry.
 if ended(done, op) then

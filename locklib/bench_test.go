@@ -9,6 +9,8 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // rawRelease is the minimal compare-and-delete a hand-written lock would use.
@@ -59,7 +61,7 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	ops := New(rdb) // only for operation ids
 	defer ops.Close()
 	scriptsOnly := func() {
-		v, op := newValue("n", "", time.Now()).String(), ops.nextOpID()
+		v, op := protocol.NewValue("n", "", time.Now()).String(), ops.nextOpID()
 		reply, err := scriptAcquire.Run(ctx, rdb, lockKeys("lock:so"), v, 10000, "", op, "", 1750, 86400000, "", "").Slice()
 		if err != nil || len(reply) < 2 {
 			b.Fatal(reply, err)

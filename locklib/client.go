@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Client obtains locks. It holds what is the same for every backend (options, waiting,
@@ -55,8 +57,8 @@ func (c *Client) Close() error { return c.store.close() }
 // newValue makes the value for an acquisition. A re-entrant lock gets a random part derived
 // from (client secret, owner, key), so the owner's next Obtain recognizes the stored value
 // as its own without any client-side state; nobody without the secret can forge it.
-func (c *Client) newValue(key string, lc lockConfig) Value {
-	v := newValue(c.cfg.node, lc.trace, time.Now())
+func (c *Client) newValue(key string, lc lockConfig) protocol.Value {
+	v := protocol.NewValue(c.cfg.node, lc.trace, time.Now())
 	if lc.reentrant {
 		v.Count = 1
 		v.Rand = c.ownerRand(lc.owner, key)

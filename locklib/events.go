@@ -1,20 +1,29 @@
 package locklib
 
 import (
+	"context"
 	"encoding/json"
+	"sync"
 	"time"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/redis/go-redis/v9"
 )
+
+// Lifecycle events are published on protocol.EventsChannel, best effort. The single-instance
+// store's scripts publish most of them (the JSON prefix built here, eventPrefix); Redlock
+// publishes from Go after the quorum decided (redlockEvents).
 
 // eventPublisher is implemented by stores that publish events sent from Go (lost,
 // renew_failed: those may happen with the server unreachable, so no script sends them).
 // publishEvent must not wait for the server: the watchdog and lose call it, and Release
 // waits for the watchdog.
 type eventPublisher interface {
-	publishEvent(e Event)
+	publishEvent(e protocol.Event)
 }
 
-// publish sends e on EventsChannel, best effort.
-func (c *Client) publish(e Event) {
+// publish sends e on protocol.EventsChannel, best effort.
+func (c *Client) publish(e protocol.Event) {
 	if !c.cfg.events {
 		return
 	}
@@ -28,16 +37,152 @@ func (c *Client) publish(e Event) {
 
 func (c *Client) renewFailed(l *Lock, latency time.Duration, err error) {
 	c.observe(Observation{Type: EventRenewFailed, Key: l.h.key, Latency: latency, Err: err})
-	c.publish(Event{Type: EventRenewFailed, Key: l.h.key, Value: l.value, Node: c.cfg.node, Trace: l.trace,
+	c.publish(protocol.Event{Type: string(EventRenewFailed), Key: l.h.key, Value: l.value, Node: c.cfg.node, Trace: l.trace,
 		Token: l.token, Reason: err.Error()})
 }
 
 // eventPrefix is e as JSON without its closing brace: a script appends the fields only it
 // knows (token, waiters, ttl_ms) and closes it.
-func eventPrefix(e Event) string {
+func eventPrefix(e protocol.Event) string {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return ""
 	}
 	return string(b[:len(b)-1])
+}
+
+// holderEvent is an event about the holder of value (released, renewed).
+func holderEvent(t EventType, key, value string) protocol.Event {
+	e := protocol.Event{Type: string(t), Key: key, Value: value}
+	if v, err := protocol.ParseValue(value); err == nil {
+		e.Node, e.Trace = v.Node, v.Trace
+		if t == EventReleased {
+			e.HoldMs = time.Since(v.AcquiredAt).Milliseconds()
+		}
+	}
+	return e
+}
+
+// publishEvent publishes e in the background, bounded by publishTimeout when the client
+// bounds reads by the context (and by its ReadTimeout otherwise).
+func (s *singleStore) publishEvent(e protocol.Event) {
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	s.calls.spawn(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+		defer cancel()
+		_ = s.rdb.Publish(ctx, protocol.EventsChannel, payload).Err()
+	})
+}
+
+// holderEventPrefix is the JSON prefix of an event about the holder of value, for a script.
+func holderEventPrefix(t EventType, key, value string) string {
+	e := holderEvent(t, key, value)
+	e.AtMs = time.Now().UnixMilli()
+	return eventPrefix(e)
+}
+
+// Redlock publishes its lifecycle events from Go, after the quorum decided (no single
+// instance knows whether a lock was obtained, renewed or released), with the same payload on
+// every instance, so an inspector watching any one instance sees them all and one watching
+// several can drop the copies. They go through one ordered queue per Client, in the
+// background and in batches: a lock operation never waits for them. A waiting event's
+// waiters count is this Client's own waiters on the key: Redlock keeps no shared queue.
+
+// redlockEvents is a Client's event queue and its publishing goroutine (started lazily).
+type redlockEvents struct {
+	clients []redis.UniversalClient
+
+	mu     sync.Mutex
+	queue  chan []byte
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed bool
+}
+
+// redlockEventQueue bounds the backlog: when the instances are slower than the events, newer
+// events are dropped (best effort, like every event).
+const redlockEventQueue = 1024
+
+func (p *redlockEvents) send(e protocol.Event) {
+	if e.AtMs == 0 {
+		e.AtMs = time.Now().UnixMilli()
+	}
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if p.queue == nil {
+		ctx, stop := context.WithCancel(context.Background())
+		p.queue, p.stop, p.done = make(chan []byte, redlockEventQueue), stop, make(chan struct{})
+		go p.run(ctx, p.queue)
+	}
+	select {
+	case p.queue <- payload:
+	default:
+	}
+}
+
+// run publishes what is queued, in order: each batch pipelined to every instance in parallel.
+func (p *redlockEvents) run(ctx context.Context, queue chan []byte) {
+	defer close(p.done)
+	for ctx.Err() == nil {
+		var batch [][]byte
+		select {
+		case payload := <-queue:
+			batch = append(batch, payload)
+		case <-ctx.Done():
+			return
+		}
+		for more := true; more && len(batch) < 64; {
+			select {
+			case payload := <-queue:
+				batch = append(batch, payload)
+			default:
+				more = false
+			}
+		}
+		var wg sync.WaitGroup
+		for _, c := range p.clients {
+			wg.Go(func() {
+				pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+				defer cancel()
+				pipe := c.Pipeline()
+				for _, payload := range batch {
+					pipe.Publish(pctx, protocol.EventsChannel, payload)
+				}
+				_, _ = pipe.Exec(pctx)
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// close stops publishing (events still queued are dropped) and waits for the goroutine.
+func (p *redlockEvents) close() {
+	p.mu.Lock()
+	p.closed = true
+	stop, done := p.stop, p.done
+	p.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+// publishEvent queues an event sent by the Client (lost, renew_failed) for every instance.
+func (s *redlockStore) publishEvent(e protocol.Event) { s.publish(e) }
+
+// publish queues e when events are on.
+func (s *redlockStore) publish(e protocol.Event) {
+	if s.events {
+		s.eventQueue.send(e)
+	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Waiters get the lock in the order they arrived, across clients.
@@ -66,15 +68,15 @@ func TestTryObtainDoesNotJumpQueue(t *testing.T) {
 	const key = "lock:jump"
 	// A waiter entry as a live Obtain elsewhere would leave it: present for a while.
 	now := time.Now().UnixMilli()
-	rdb.ZAdd(ctx, WaitQueueKey(key), redisZ(float64(now), "ffffffffffffffff:1"))
-	rdb.ZAdd(ctx, WaitPresenceKey(key), redisZ(float64(now+300), "ffffffffffffffff:1"))
+	rdb.ZAdd(ctx, protocol.WaitQueueKey(key), redisZ(float64(now), "ffffffffffffffff:1"))
+	rdb.ZAdd(ctx, protocol.WaitPresenceKey(key), redisZ(float64(now+300), "ffffffffffffffff:1"))
 	_, err := c.TryObtain(ctx, key, time.Second)
 	if !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("TryObtain jumped the queue: %v", err)
 	}
 	// The waiter never comes back (crashed): its entry goes stale and the key is free again.
 	l := mustObtain(t, c, ctx, key, time.Second)
-	if n := rdb.ZCard(ctx, WaitQueueKey(key)).Val(); n != 0 {
+	if n := rdb.ZCard(ctx, protocol.WaitQueueKey(key)).Val(); n != 0 {
 		t.Fatalf("stale waiter not pruned: %d left", n)
 	}
 	_ = l.Release(ctx)
@@ -84,7 +86,7 @@ func TestEventsPublished(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	sub := rdb.Subscribe(ctx, EventsChannel)
+	sub := rdb.Subscribe(ctx, protocol.EventsChannel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed
 		t.Fatal(err)
@@ -134,23 +136,23 @@ func TestEventsPublished(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after %v: %v", seen, err)
 		}
-		var e Event
+		var e protocol.Event
 		if err := json.Unmarshal([]byte(msg.Payload), &e); err != nil {
 			t.Fatalf("bad event %q: %v", msg.Payload, err)
 		}
 		if e.Key != key || e.AtMs == 0 || e.Node != "test" {
 			t.Fatalf("event %+v", e)
 		}
-		if e.Type == EventAcquired && e.Trace == "t:3" && (e.Value != third.Value() || e.Token != third.Token()) {
+		if e.Type == string(EventAcquired) && e.Trace == "t:3" && (e.Value != third.Value() || e.Token != third.Token()) {
 			t.Fatalf("hand-over event %s, want value %q token %d", msg.Payload, third.Value(), third.Token())
 		}
 		switch {
-		case e.Type == EventAcquired && e.Token == 0, e.Type == EventWaiting && e.Waiters != 1,
-			e.Type == EventRenewed && e.TTLMs <= 0, e.Type == EventLost && e.Reason == "",
-			e.Type == EventAcquired && len(seen) == 0 && e.Trace != "t-1":
+		case e.Type == string(EventAcquired) && e.Token == 0, e.Type == string(EventWaiting) && e.Waiters != 1,
+			e.Type == string(EventRenewed) && e.TTLMs <= 0, e.Type == string(EventLost) && e.Reason == "",
+			e.Type == string(EventAcquired) && len(seen) == 0 && e.Trace != "t-1":
 			t.Fatalf("event %q lacks its fields: %s", e.Type, msg.Payload)
 		}
-		seen = append(seen, e.Type)
+		seen = append(seen, EventType(e.Type))
 	}
 	// lost (sent from Go) and the waiter's acquired (sent by the script) race.
 	slices.Sort(seen)
@@ -164,7 +166,7 @@ func TestEventsOff(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv, WithEvents(false))
 	ctx := testCtx(t, 10*time.Second)
-	sub := rdb.Subscribe(ctx, EventsChannel)
+	sub := rdb.Subscribe(ctx, protocol.EventsChannel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -182,7 +184,7 @@ func TestEventsOff(t *testing.T) {
 func waitForWaiters(t *testing.T, rdb *redis.Client, key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for rdb.ZCard(context.Background(), WaitQueueKey(key)).Val() != int64(n) {
+	for rdb.ZCard(context.Background(), protocol.WaitQueueKey(key)).Val() != int64(n) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d waiters never queued on %s", n, key)
 		}
@@ -202,7 +204,7 @@ func TestLeaveAfterHandOverReleases(t *testing.T) {
 	now := time.Now()
 	signal, stop := s.wakeups(key)
 	defer stop()
-	req := acquireRequest{key: key, value: newValue("test", "", now), ttl: 5 * time.Second,
+	req := acquireRequest{key: key, value: protocol.NewValue("test", "", now), ttl: 5 * time.Second,
 		op: c.nextOpID(), queue: true, start: now, wake: signal}
 	if res, err := s.acquire(ctx, req); err != nil || res.acquired {
 		t.Fatalf("waiter attempt: %+v %v", res, err)
@@ -210,7 +212,7 @@ func TestLeaveAfterHandOverReleases(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseValue(rdb.Get(ctx, key).Val())
+	got, err := protocol.ParseValue(rdb.Get(ctx, key).Val())
 	if err != nil || got.Rand != req.value.Rand || got.Node != req.value.Node {
 		t.Fatalf("after the release the key holds %+v (%v), want the waiter's value %+v", got, err, req.value)
 	}
@@ -261,7 +263,7 @@ func TestAcquiredAtIsTakeTimeNotWaitStart(t *testing.T) {
 		if held == nil {
 			t.FailNow()
 		}
-		v, err := ParseValue(held.Value())
+		v, err := protocol.ParseValue(held.Value())
 		if err != nil {
 			t.Fatal(err)
 		}

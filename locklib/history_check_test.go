@@ -13,6 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockscope/lockscope/internal/redistest"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 const (
@@ -119,7 +121,7 @@ func (h *history) index() historyIndex {
 // writer is the operation whose trace a stored value carries (for a re-entrant lock, the
 // level that created the key), nil for "" or a value no operation wrote.
 func (x historyIndex) writer(value string) *historyOp {
-	v, err := ParseValue(value)
+	v, err := protocol.ParseValue(value)
 	if err != nil {
 		return nil
 	}
@@ -729,7 +731,7 @@ func (h *history) checkLeaks(x historyIndex) []string {
 // valueID names what a value belongs to: a Lock's value, or a re-entrant owner's value
 // whatever its count.
 func valueID(value string) string {
-	if v, err := ParseValue(value); err == nil {
+	if v, err := protocol.ParseValue(value); err == nil {
 		return v.Base()
 	}
 	return value
@@ -792,7 +794,7 @@ func (h *history) leakAt(x historyIndex, key string, reads sampleRound) string {
 	}
 	var over sampleRound
 	for _, s := range reads {
-		if v, _ := ParseValue(s.value); v.Count > may(s) && !h.excused(s.instance, w.invoke-500*time.Millisecond, s.call) {
+		if v, _ := protocol.ParseValue(s.value); v.Count > may(s) && !h.excused(s.instance, w.invoke-500*time.Millisecond, s.call) {
 			over = append(over, s)
 		}
 	}
@@ -800,7 +802,7 @@ func (h *history) leakAt(x historyIndex, key string, reads sampleRound) string {
 		return ""
 	}
 	s = over[0]
-	v, _ := ParseValue(s.value)
+	v, _ := protocol.ParseValue(s.value)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s held %q (count %d) at %v%s, but at most %d levels of %s could be held then; its levels around then:",
 		key, s.value, v.Count, ms(s.call), h.onInstances(over), may(s), w.owner)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Lock is a held lock. Its methods are safe for concurrent use.
@@ -211,6 +213,6 @@ func (l *Lock) lose(reason error) {
 	}
 	hold := time.Since(l.acquiredAt)
 	l.c.observe(Observation{Type: EventLost, Key: l.h.key, Hold: hold, Err: l.err})
-	l.c.publish(Event{Type: EventLost, Key: l.h.key, Value: l.value, Node: l.c.cfg.node, Trace: l.trace,
+	l.c.publish(protocol.Event{Type: string(EventLost), Key: l.h.key, Value: l.value, Node: l.c.cfg.node, Trace: l.trace,
 		Token: l.token, HoldMs: hold.Milliseconds(), Reason: reason.Error()})
 }

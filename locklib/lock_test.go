@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 func TestMutualExclusion(t *testing.T) {
@@ -130,7 +132,7 @@ func TestObtainContextEnds(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotObtained joined with DeadlineExceeded", err)
 	}
 	// The waiter left the queue, so a TryObtain after the release is not blocked by it.
-	if n := rdb.ZCard(ctx, WaitQueueKey("lock:ctx")).Val(); n != 0 {
+	if n := rdb.ZCard(ctx, protocol.WaitQueueKey("lock:ctx")).Val(); n != 0 {
 		t.Fatalf("%d waiters left in the queue", n)
 	}
 	if err := held.Release(ctx); err != nil {

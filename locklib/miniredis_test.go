@@ -8,6 +8,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // The demo's embedded mode runs locklib against miniredis: the scripts must work there too.
@@ -30,7 +32,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 		t.Fatalf("re-entry token %d, want %d", again.Token(), l.Token())
 	}
 	mr.CheckGet(t, key, again.Value())
-	if v, err := ParseValue(again.Value()); err != nil || v.Count != 2 {
+	if v, err := protocol.ParseValue(again.Value()); err != nil || v.Count != 2 {
 		t.Fatalf("re-entered value %q: %+v %v", again.Value(), v, err)
 	}
 	if err := again.Release(ctx); err != nil {
@@ -64,7 +66,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 		}
 		waited <- err
 	}()
-	for n, _ := mr.ZMembers(WaitQueueKey(key)); len(n) == 0; n, _ = mr.ZMembers(WaitQueueKey(key)) {
+	for n, _ := mr.ZMembers(protocol.WaitQueueKey(key)); len(n) == 0; n, _ = mr.ZMembers(protocol.WaitQueueKey(key)) {
 		time.Sleep(time.Millisecond)
 	}
 	if err := next.Release(ctx); err != nil {
@@ -78,7 +80,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 	// what a script publishes.
 	other := New(rdb, WithNode("demo-2"))
 	defer other.Close()
-	wakes := rdb.PSubscribe(ctx, WakeChannelPrefix+"*")
+	wakes := rdb.PSubscribe(ctx, protocol.WakeChannelPrefix+"*")
 	defer wakes.Close()
 	if _, err := wakes.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 		}
 		waited <- err
 	}()
-	for n, _ := mr.ZMembers(WaitQueueKey(key)); len(n) == 0; n, _ = mr.ZMembers(WaitQueueKey(key)) {
+	for n, _ := mr.ZMembers(protocol.WaitQueueKey(key)); len(n) == 0; n, _ = mr.ZMembers(protocol.WaitQueueKey(key)) {
 		time.Sleep(time.Millisecond)
 	}
 	if err := held.Release(ctx); err != nil {
@@ -100,7 +102,7 @@ func TestMiniredisCompatibility(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	msg, err := wakes.ReceiveMessage(short)
-	if err != nil || msg.Channel != WakeChannelPrefix+other.id {
+	if err != nil || msg.Channel != protocol.WakeChannelPrefix+other.id {
 		t.Fatalf("wake-up: %v %v", msg, err)
 	}
 	if err := <-waited; err != nil {

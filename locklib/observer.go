@@ -2,6 +2,19 @@ package locklib
 
 import "time"
 
+// EventType names a lock lifecycle step: the Type of an Observation, and of the events
+// published on the lockscope:events channel (protocol.Event, whose Type is its string).
+type EventType string
+
+// The lifecycle steps, observed and published.
+const (
+	EventWaiting     EventType = "waiting"      // an Obtain started to wait for a held lock
+	EventAcquired    EventType = "acquired"     // a lock was obtained (or re-entered)
+	EventRenewed     EventType = "renewed"      // the watchdog or Refresh extended a lock
+	EventRenewFailed EventType = "renew_failed" // a renewal was refused or failed
+	EventReleased    EventType = "released"     // a lock was released (or a re-entry left)
+	EventLost        EventType = "lost"         // a lock is known or presumed lost
+)
 // EventNotObtained is an Observation type only (never published): an Obtain or TryObtain
 // gave up; Err says why (taken, context ended, backend error).
 const EventNotObtained EventType = "not_obtained"

@@ -34,7 +34,7 @@ type config struct {
 	backoffBase time.Duration     // first back-off step of a waiting Obtain
 	backoffCap  time.Duration     // largest back-off step: what a lost wake-up can cost at most
 	observer    func(Observation) // nil: no observations
-	events      bool              // publish lifecycle events on EventsChannel
+	events      bool              // publish lifecycle events on protocol.EventsChannel
 	redlock     redlockConfig     // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
 }
 
@@ -80,7 +80,7 @@ func WithBackoff(base, cap time.Duration) Option {
 // so it must be fast and must not block.
 func WithObserver(f func(Observation)) Option { return option(func(c *config) { c.observer = f }) }
 
-// WithEvents turns publishing of lifecycle events on EventsChannel on (the default) or off.
+// WithEvents turns publishing of lifecycle events on protocol.EventsChannel on (the default) or off.
 // Most events are published from inside the lock scripts, so they cost no extra round
 // trip; docs/locklib.md gives the measured cost.
 func WithEvents(on bool) Option { return option(func(c *config) { c.events = on }) }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // acquireOutcome is what one instance did with an acquire call.
@@ -39,7 +41,7 @@ type redlockAttempt struct {
 	store     *redlockStore
 	key       string
 	value     string // the value to store: for a re-entrant lock it ends in ':1'
-	rand      string // a re-entrant owner's Value.Rand ('' for a plain lock)
+	rand      string // a re-entrant owner's protocol.Value.Rand ('' for a plain lock)
 	op        string // the level it records for a re-entrant lock: the Obtain's op and the attempt
 	reentrant bool
 	replies   chan acquireReply // buffered for every instance: deliver never blocks
@@ -75,7 +77,7 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 	// re-entrant owner keeps its Rand, and each attempt records its own level.
 	v := req.value
 	v.Count = 0
-	attempt := newValue(v.Node, v.Trace, v.AcquiredAt).Rand
+	attempt := protocol.NewValue(v.Node, v.Trace, v.AcquiredAt).Rand
 	level := req.op
 	if req.reentrant {
 		v.Count = 1
@@ -112,7 +114,7 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 	})
 	if held {
 		res := a.obtained(got, validUntil)
-		s.publish(Event{Type: EventAcquired, Key: req.key, Value: res.value, Node: req.value.Node,
+		s.publish(protocol.Event{Type: string(EventAcquired), Key: req.key, Value: res.value, Node: req.value.Node,
 			Trace: req.value.Trace, TTLMs: req.ttl.Milliseconds(), WaitMs: req.waited.Milliseconds()})
 		return res, nil
 	}
@@ -123,7 +125,7 @@ func (s *redlockStore) acquire(ctx context.Context, req acquireRequest) (acquire
 	res, err := s.notObtained(req.key, got, timeout)
 	if err == nil && req.wake != nil && s.events {
 		if first, waiters := s.wake.startsWaiting(req.key, req.wake); first {
-			s.publish(Event{Type: EventWaiting, Key: req.key, Node: req.value.Node, Trace: req.value.Trace, Waiters: int64(waiters)})
+			s.publish(protocol.Event{Type: string(EventWaiting), Key: req.key, Node: req.value.Node, Trace: req.value.Trace, Waiters: int64(waiters)})
 		}
 	}
 	return res, err
@@ -134,7 +136,7 @@ func (s *redlockStore) acquireOn(ctx context.Context, a *redlockAttempt, i int, 
 	if !a.reentrant {
 		return s.acquirePlainOn(ctx, a, i, ttl)
 	}
-	keys := []string{a.key, LevelsKey(a.key), EndedKey(a.key)}
+	keys := []string{a.key, protocol.LevelsKey(a.key), protocol.EndedKey(a.key)}
 	res, err := scriptRedlockReentrant.Run(ctx, s.clients[i], keys, a.value, ttl.Milliseconds(), a.rand, a.op).Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected acquire script reply %v", res)
@@ -264,7 +266,7 @@ func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 	slices.Sort(targets)
 	match := a.value
 	if a.reentrant {
-		match = valueBase(a.value) // the script knows a re-entrant owner by its rand
+		match = protocol.BaseOf(a.value) // the script knows a re-entrant owner by its rand
 	}
 	_, _ = fanOut(context.Background(), s, targets, s.instanceTimeout(0), func(ctx context.Context, i int) (int64, error) {
 		return s.releaseOn(ctx, i, hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}, "", false)
@@ -283,7 +285,7 @@ func (a *redlockAttempt) obtained(got []acquireReply, validUntil time.Time) acqu
 	votes := map[string]int{}
 	for _, r := range got {
 		if r.outcome == acquireTaken {
-			votes[valueBase(r.stored)]++
+			votes[protocol.BaseOf(r.stored)]++
 		}
 	}
 	best := ""
@@ -294,10 +296,10 @@ func (a *redlockAttempt) obtained(got []acquireReply, validUntil time.Time) acqu
 	}
 	count := 0
 	for _, r := range got {
-		if r.outcome != acquireTaken || valueBase(r.stored) != best {
+		if r.outcome != acquireTaken || protocol.BaseOf(r.stored) != best {
 			continue
 		}
-		if v, err := ParseValue(r.stored); err == nil && v.Count > count {
+		if v, err := protocol.ParseValue(r.stored); err == nil && v.Count > count {
 			res.value, count = r.stored, v.Count
 		}
 	}

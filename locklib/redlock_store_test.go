@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // redlockFixture is N real redis-server processes and a client for each.
@@ -81,7 +83,7 @@ func (f *redlockFixture) holders(t *testing.T, key, value string) int {
 	return n
 }
 
-func redlockTestValue() Value { return newValue("test-node", "trace-1", time.Now()) }
+func redlockTestValue() protocol.Value { return protocol.NewValue("test-node", "trace-1", time.Now()) }
 
 // redlockMustAcquire retries req (as Obtain would) until it is acquired, and returns the
 // result and the start of the successful attempt.
@@ -118,7 +120,7 @@ func TestRedlockStoreValidityDeadline(t *testing.T) {
 		if limit := start.Add(ttl - drift); res.validUntil.After(limit) {
 			t.Fatalf("validUntil %v is later than start + ttl - drift %v", res.validUntil, limit)
 		}
-		if v, err := ParseValue(res.value); err != nil || v.Node != template.Node || v.Trace != template.Trace || seen[res.value] {
+		if v, err := protocol.ParseValue(res.value); err != nil || v.Node != template.Node || v.Trace != template.Trace || seen[res.value] {
 			t.Fatalf("attempt %d stored %q (seen before: %v): want the template's node and trace, a fresh random part", i, res.value, seen[res.value])
 		}
 		seen[res.value] = true
@@ -137,7 +139,7 @@ func TestRedlockStoreReentrant(t *testing.T) {
 	for want := 1; want <= 3; want++ {
 		req := acquireRequest{key: "lock:r", value: v, ttl: 2 * time.Second, reentrant: true, op: fmt.Sprintf("test:%d", want)}
 		res, _ := redlockMustAcquire(t, s, req)
-		if got, _ := ParseValue(res.value); got.Count != want || got.Base() != v.Base() {
+		if got, _ := protocol.ParseValue(res.value); got.Count != want || got.Base() != v.Base() {
 			t.Fatalf("entry %d stored %q", want, res.value)
 		}
 		levels = append(levels, req.hold(res))
@@ -205,7 +207,7 @@ func TestRedlockStoreWakeups(t *testing.T) {
 	// The subscriptions start in the background: publish until the first message lands.
 	deadline := time.After(5 * time.Second)
 	for i := 0; ; i++ {
-		if err := f.clients[2].Publish(ctx, RedlockReleasedChannel, fmt.Sprintf("lock:w\nprobe-%d", i)).Err(); err != nil {
+		if err := f.clients[2].Publish(ctx, protocol.RedlockReleasedChannel, fmt.Sprintf("lock:w\nprobe-%d", i)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -247,7 +249,7 @@ func TestRedlockStoreWakeups(t *testing.T) {
 	}
 	// Once the first waiter leaves, the next release wakes the second.
 	stopFirst()
-	if err := f.clients[0].Publish(ctx, RedlockReleasedChannel, "lock:w\nanother-holder").Err(); err != nil {
+	if err := f.clients[0].Publish(ctx, protocol.RedlockReleasedChannel, "lock:w\nanother-holder").Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -11,6 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // client is a Redlock Client on the fixture's instances, closed when the test ends (before
@@ -50,7 +52,7 @@ func TestRedlockAllUp(t *testing.T) {
 	if l.Token() != 0 {
 		t.Fatalf("Token() = %d: Redlock has no safe fencing token, want 0", l.Token())
 	}
-	if v, err := ParseValue(l.Value()); err != nil || v.Node != "test" || v.Trace != "t-up" {
+	if v, err := protocol.ParseValue(l.Value()); err != nil || v.Node != "test" || v.Trace != "t-up" {
 		t.Fatalf("value %q decodes to %+v, %v", l.Value(), v, err)
 	}
 	redistest.Eventually(t, "the value on all 5 instances", func() bool { return f.holders(t, l.Key(), l.Value()) == 5 })
@@ -383,8 +385,8 @@ func TestRedlockReentrant(t *testing.T) {
 	const key = "lock:rl:reentrant"
 	outer := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant("job-42"))
 	inner := mustObtain(t, c, ctx, key, 2*time.Second, Reentrant("job-42"))
-	ov, _ := ParseValue(outer.Value())
-	iv, _ := ParseValue(inner.Value())
+	ov, _ := protocol.ParseValue(outer.Value())
+	iv, _ := protocol.ParseValue(inner.Value())
 	if ov.Count != 1 || iv.Count != 2 || ov.Base() != iv.Base() {
 		t.Fatalf("values %q then %q: want the same base with counts 1 and 2", outer.Value(), inner.Value())
 	}
@@ -423,8 +425,8 @@ func TestRedlockWakeUpOnRelease(t *testing.T) {
 	// (started by its first wait, in the background), so the release cannot go unheard.
 	for _, rdb := range f.clients {
 		redistest.Eventually(t, "the wake-up subscription", func() bool {
-			n, err := rdb.PubSubNumSub(ctx, RedlockReleasedChannel).Result()
-			return err == nil && n[RedlockReleasedChannel] > 0
+			n, err := rdb.PubSubNumSub(ctx, protocol.RedlockReleasedChannel).Result()
+			return err == nil && n[protocol.RedlockReleasedChannel] > 0
 		})
 	}
 	released := time.Now()
@@ -445,7 +447,7 @@ func TestRedlockEvents(t *testing.T) {
 	f := newRedlockFixture(t, 3)
 	c := f.client(t)
 	ctx := testCtx(t, 10*time.Second)
-	sub := f.clients[1].Subscribe(ctx, EventsChannel) // any one instance sees every event
+	sub := f.clients[1].Subscribe(ctx, protocol.EventsChannel) // any one instance sees every event
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -480,16 +482,16 @@ func TestRedlockEvents(t *testing.T) {
 		if err != nil {
 			t.Fatalf("still waiting for %v: %v", want, err)
 		}
-		var e Event
+		var e protocol.Event
 		if err := json.Unmarshal([]byte(msg.Payload), &e); err != nil {
 			t.Fatalf("bad event %q: %v", msg.Payload, err)
 		}
 		next := want[e.Trace]
-		if e.Trace == "t-ev" && e.Type == EventWaiting && len(next) == 3 {
+		if e.Trace == "t-ev" && e.Type == string(EventWaiting) && len(next) == 3 {
 			continue // its first attempt was too slow on a loaded machine: it waited too
 		}
-		if len(next) == 0 || e.Type != next[0] || e.Key != l.Key() || e.Node != "test" || e.AtMs == 0 ||
-			e.Type == EventWaiting && e.Waiters != 1 || e.Type == EventRenewed && e.TTLMs != 1000 ||
+		if len(next) == 0 || e.Type != string(next[0]) || e.Key != l.Key() || e.Node != "test" || e.AtMs == 0 ||
+			e.Type == string(EventWaiting) && e.Waiters != 1 || e.Type == string(EventRenewed) && e.TTLMs != 1000 ||
 			e.Trace == "t-ev" && e.Value != l.Value() {
 			t.Fatalf("got %s, want next one of %v", msg.Payload, want)
 		}

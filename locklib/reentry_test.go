@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 func TestReentryCounts(t *testing.T) {
@@ -84,7 +86,7 @@ func TestFencingTokensMonotonic(t *testing.T) {
 			t.Fatalf("acquisition %d: token %d not above %d", i, l.Token(), last)
 		}
 		last = l.Token()
-		if ttl := rdb.PTTL(ctx, FenceKey(key)).Val(); ttl < 23*time.Hour {
+		if ttl := rdb.PTTL(ctx, protocol.FenceKey(key)).Val(); ttl < 23*time.Hour {
 			t.Fatalf("fence counter expiry %v, want at least 24h", ttl)
 		}
 		if err := l.Release(ctx); err != nil {
@@ -92,9 +94,9 @@ func TestFencingTokensMonotonic(t *testing.T) {
 		}
 		switch i % 3 {
 		case 1: // the counter is deleted (or evicted)
-			rdb.Del(ctx, FenceKey(key))
+			rdb.Del(ctx, protocol.FenceKey(key))
 		case 2: // a failover to a replica that missed increments: the counter goes back
-			rdb.Set(ctx, FenceKey(key), last-1000, 0)
+			rdb.Set(ctx, protocol.FenceKey(key), last-1000, 0)
 		}
 	}
 }

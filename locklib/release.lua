@@ -31,7 +31,7 @@ local function handedOver(v, ttl, token, waiters)
   redis.call('PUBLISH', EVENTS, e)
 end
 
--- Reads before any write (lib.lua): ended, lock, queue (and, when there are waiters,
+-- Reads before any write (protocol/lib.lua): ended, lock, queue (and, when there are waiters,
 -- presence and fence, which a hand-off writes); levels are read (holds) before a change.
 if released(done, op) then
   return {2, redis.call('SCARD', levels), redis.call('ZCARD', queue), '', '0', ''}

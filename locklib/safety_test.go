@@ -16,6 +16,8 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // faulty is a server and a Client on it whose connections go through a fault injector.
@@ -243,7 +245,7 @@ func TestWaiterThatFailedIsNotHandedTheLock(t *testing.T) {
 		_, err := c.Obtain(ctx, key, 20*time.Second, WithTrace("the-waiter"))
 		waiter <- err
 	}()
-	redistest.Eventually(t, "the waiter queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 1 })
+	redistest.Eventually(t, "the waiter queued", func() bool { return rdb.ZCard(ctx, protocol.WaitQueueKey(key)).Val() == 1 })
 	// Its next attempt fails: every copy go-redis sends is lost.
 	for range 4 {
 		f.LoseRequest(isScriptWith(scriptAcquire, "the-waiter"))
@@ -346,7 +348,7 @@ func TestRedlockReentrantReleaseRunTwice(t *testing.T) {
 	if err := inner.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	base := valueBase(outer.Value())
+	base := protocol.BaseOf(outer.Value())
 	redistest.Eventually(t, "count 1 on every instance", func() bool { return fx.holders(t, key, base+":1") == 3 })
 	time.Sleep(50 * time.Millisecond) // any late copy lands
 	if n := fx.holders(t, key, base+":1"); n != 3 {
@@ -394,8 +396,8 @@ func TestReleaseBoundWithDefaultOptions(t *testing.T) {
 // script, on every path, with each companion key of the wrong type: either it succeeds
 // without touching that key, or it fails with ErrBackend and changes nothing.
 func TestFailedScriptWritesNothing(t *testing.T) {
-	companions := map[string]func(string) string{"fence": FenceKey, "queue": WaitQueueKey,
-		"presence": WaitPresenceKey, "levels": LevelsKey, "ended": EndedKey}
+	companions := map[string]func(string) string{"fence": protocol.FenceKey, "queue": protocol.WaitQueueKey,
+		"presence": protocol.WaitPresenceKey, "levels": protocol.LevelsKey, "ended": protocol.EndedKey}
 	// Each path prepares the key (before the companion is broken) and then runs the call.
 	paths := map[string]struct {
 		prepare func(t *testing.T, c *Client, key string) *Lock
@@ -569,9 +571,9 @@ func TestReentryThroughTheQueueLeavesNoEntry(t *testing.T) {
 	}
 	first, second := make(chan result, 1), make(chan result, 1)
 	go func() { l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant("job")); first <- result{l, err} }()
-	redistest.Eventually(t, "first queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 1 })
+	redistest.Eventually(t, "first queued", func() bool { return rdb.ZCard(ctx, protocol.WaitQueueKey(key)).Val() == 1 })
 	go func() { l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant("job")); second <- result{l, err} }()
-	redistest.Eventually(t, "second queued", func() bool { return rdb.ZCard(ctx, WaitQueueKey(key)).Val() == 2 })
+	redistest.Eventually(t, "second queued", func() bool { return rdb.ZCard(ctx, protocol.WaitQueueKey(key)).Val() == 2 })
 	if err := blocker.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +588,7 @@ func TestReentryThroughTheQueueLeavesNoEntry(t *testing.T) {
 	}
 	l, err := other.TryObtain(ctx, key, time.Second)
 	if err != nil {
-		t.Fatalf("the key is free and nobody waits, but TryObtain: %v (queue %q)", err, rdb.ZRange(ctx, WaitQueueKey(key), 0, -1).Val())
+		t.Fatalf("the key is free and nobody waits, but TryObtain: %v (queue %q)", err, rdb.ZRange(ctx, protocol.WaitQueueKey(key), 0, -1).Val())
 	}
 	_ = l.Release(ctx)
 }

@@ -2,14 +2,14 @@ package locklib
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // singleStore keeps locks on one Redis server (or one Redis Cluster: every script touches
@@ -51,7 +51,7 @@ func presenceWindow(cfgCap time.Duration) time.Duration { return 3*cfgCap + time
 
 // keys are the lock key and its companions, in the order the scripts take them.
 func lockKeys(key string) []string {
-	return []string{key, FenceKey(key), WaitQueueKey(key), WaitPresenceKey(key), LevelsKey(key), EndedKey(key)}
+	return []string{key, protocol.FenceKey(key), protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
 }
 
 // run sends a script, bounded by ctx whatever the client's options (callBounded); late, if
@@ -86,15 +86,15 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 		if req.wake != nil {
 			s.hub.bind(req.wake, req.op)
 		}
-		entry = queueEntry(req.op, req.ttl, v)
+		entry = protocol.QueueEntry(req.op, req.ttl, v)
 	}
 	var acquiredEvent, waitingEvent string
 	if s.events {
 		now := time.Now().UnixMilli()
-		acquiredEvent = eventPrefix(Event{Type: EventAcquired, Key: req.key, Node: value.Node, // the script adds the value it wrote
+		acquiredEvent = eventPrefix(protocol.Event{Type: string(EventAcquired), Key: req.key, Node: value.Node, // the script adds the value it wrote
 			Trace: value.Trace, TTLMs: req.ttl.Milliseconds(), WaitMs: req.waited.Milliseconds(), AtMs: now})
 		if req.queue {
-			waitingEvent = eventPrefix(Event{Type: EventWaiting, Key: req.key, Node: value.Node, Trace: value.Trace, AtMs: now})
+			waitingEvent = eventPrefix(protocol.Event{Type: string(EventWaiting), Key: req.key, Node: value.Node, Trace: value.Trace, AtMs: now})
 		}
 	}
 	args := []any{v, req.ttl.Milliseconds(), rand, req.op, entry, s.window.Milliseconds(),
@@ -132,7 +132,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 			res.holderTTL = -1
 		}
 		if req.queue {
-			s.hub.start(WakeChannelPrefix + s.clientID)
+			s.hub.start(protocol.WakeChannelPrefix + s.clientID)
 		}
 		return res, nil
 	}
@@ -149,30 +149,13 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	return res, nil
 }
 
-// queueEntry is a waiter's member in the wait queue: "<op>|<ttl ms>|<value>", so a release
-// by the same client can write the lock for it (docs/value-format.md).
-func queueEntry(op string, ttl time.Duration, value string) string {
-	return op + "|" + strconv.FormatInt(ttl.Milliseconds(), 10) + "|" + value
-}
-
-// parseQueueEntry splits a queue entry; ok is false for anything else.
-func parseQueueEntry(entry string) (waiterID string, ttl time.Duration, value string, ok bool) {
-	waiterID, rest, ok1 := strings.Cut(entry, "|")
-	ttlText, value, ok2 := strings.Cut(rest, "|")
-	ms, err := strconv.ParseInt(ttlText, 10, 64)
-	if !ok1 || !ok2 || err != nil || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
-		return "", 0, "", false
-	}
-	return waiterID, time.Duration(ms) * time.Millisecond, value, true
-}
-
 func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
 	var renewedEvent string
 	if s.events {
-		renewedEvent = s.holderEvent(EventRenewed, h.key, h.match)
+		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
 	}
-	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, LevelsKey(h.key)},
+	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key)},
 		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
 	if err != nil {
 		return time.Time{}, backendError("refresh", h.key, err)
@@ -198,7 +181,7 @@ func (h hold) level() string {
 func (s *singleStore) release(ctx context.Context, h hold) error {
 	var releasedEvent string
 	if s.events {
-		releasedEvent = s.holderEvent(EventReleased, h.key, h.match)
+		releasedEvent = holderEventPrefix(EventReleased, h.key, h.match)
 	}
 	flag := "0"
 	if h.reentrant {
@@ -234,7 +217,7 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 // that waiter. Its validity runs from the release's send time: the hand-off came later. A
 // waiter whose Obtain has given up meanwhile is not there to take it: its clean-up runs again.
 func (s *singleStore) handOver(key, entry, written, tokenText string, waiters int64, sent time.Time) {
-	op, ttl, _, ok := parseQueueEntry(entry)
+	op, ttl, _, ok := protocol.ParseQueueEntry(entry)
 	token, err := strconv.ParseInt(tokenText, 10, 64)
 	if !ok || err != nil || written == "" {
 		return // not ours to decode: the waiter finds its value in the key on its next poll
@@ -248,7 +231,7 @@ func (s *singleStore) handOver(key, entry, written, tokenText string, waiters in
 }
 
 func (s *singleStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
-	pttl, err := run(ctx, s, scriptPTTL, []string{h.key, LevelsKey(h.key)}, []any{h.match, h.level()}, cmdInt64, nil)
+	pttl, err := run(ctx, s, scriptPTTL, []string{h.key, protocol.LevelsKey(h.key)}, []any{h.match, h.level()}, cmdInt64, nil)
 	if err != nil {
 		return 0, backendError("pttl", h.key, err)
 	}
@@ -294,7 +277,7 @@ func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
 		if req.reentrant {
 			queued.Count = 1
 		}
-		entry = queueEntry(req.op, req.ttl, queued.String())
+		entry = protocol.QueueEntry(req.op, req.ttl, queued.String())
 	}
 	return retrying(ctx, func(ctx context.Context) error { return s.leave(ctx, req.key, req.op, entry, match, req.reentrant) })
 }
@@ -305,7 +288,7 @@ func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, r
 	if reentrant {
 		flag = "1"
 	}
-	keys := []string{key, WaitQueueKey(key), WaitPresenceKey(key), LevelsKey(key), EndedKey(key)}
+	keys := []string{key, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
 	if _, err := run(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64, nil); err != nil {
 		return backendError("leave queue", key, err)
 	}
@@ -335,32 +318,6 @@ func (s *singleStore) close() error {
 	return err
 }
 
-// publishEvent publishes e in the background, bounded by publishTimeout when the client
-// bounds reads by the context (and by its ReadTimeout otherwise).
-func (s *singleStore) publishEvent(e Event) {
-	payload, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	s.calls.spawn(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-		defer cancel()
-		_ = s.rdb.Publish(ctx, EventsChannel, payload).Err()
-	})
-}
-
-// holderEvent is the JSON prefix of an event about the holder of value (released, renewed).
-func (s *singleStore) holderEvent(t EventType, key, value string) string {
-	e := Event{Type: t, Key: key, Value: value, AtMs: time.Now().UnixMilli()}
-	if v, err := ParseValue(value); err == nil {
-		e.Node, e.Trace = v.Node, v.Trace
-		if t == EventReleased {
-			e.HoldMs = time.Since(v.AcquiredAt).Milliseconds()
-		}
-	}
-	return eventPrefix(e)
-}
-
 // checkKey refuses, in Redis Cluster, a key whose companion keys would land in another
 // slot: a key without a valid hash tag that contains '}' (docs/value-format.md).
 func (s *singleStore) checkKey(key string) error {
@@ -371,7 +328,7 @@ func (s *singleStore) checkKey(key string) error {
 }
 
 func checkClusterKey(key string) error {
-	if !hasHashTag(key) && strings.Contains(key, "}") {
+	if !protocol.CompanionsInSlot(key) {
 		return fmt.Errorf("%w: key %q contains '}' without a valid hash tag, so its fence and queue keys "+
 			"would be in another cluster slot; use a key with a hash tag such as lock:{order:1001}", ErrInvalid, key)
 	}

@@ -3,10 +3,12 @@ package locklib
 import (
 	"context"
 	"time"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
-// store is where locks live: one Redis server or cluster (the single-instance store) or a
-// Redlock quorum of N independent servers. Client and Lock hold everything that is the same
+// store is where locks live: one Redis server or cluster (singleStore, single.go) or a
+// Redlock quorum of N independent servers (redlockStore, redlock.go and redlock_acquire.go). Client and Lock hold everything that is the same
 // for both (options, waiting and back-off, the watchdog, Lost(), events, the observer), so
 // code switches between them by construction only: New(rdb) or NewRedlock(clients).
 //
@@ -47,7 +49,7 @@ type store interface {
 type hold struct {
 	key string
 	// match is what the scripts compare the stored value with: the value, or for a
-	// re-entrant lock its Value.Base() (the stored value is then the base + ':<count>').
+	// re-entrant lock its protocol.Value.Base() (the stored value is then the base + ':<count>').
 	match     string
 	op        string // the operation id it is recorded under (acquireResult.level)
 	reentrant bool
@@ -56,9 +58,9 @@ type hold struct {
 // acquireRequest is one attempt to take a key.
 type acquireRequest struct {
 	key       string
-	value     Value         // Count is ignored: the store sets it for re-entrant locks
-	ttl       time.Duration // asked-for lifetime
-	reentrant bool          // a stored value with the same Value.Rand (same owner) may enter again, count + 1
+	value     protocol.Value // Count is ignored: the store sets it for re-entrant locks
+	ttl       time.Duration  // asked-for lifetime
+	reentrant bool           // a stored value with the same protocol.Value.Rand (same owner) may enter again, count + 1
 	// op identifies the Obtain call, "<client id>:<n>", in every request it sends: it is a
 	// re-entrant level's id, a waiter's id in the wait queue, and what a late copy of one of
 	// its requests is recognized by.
@@ -75,7 +77,7 @@ type acquireRequest struct {
 func (req acquireRequest) hold(res acquireResult) hold {
 	h := hold{key: req.key, match: res.value, op: res.level, reentrant: req.reentrant}
 	if req.reentrant {
-		h.match = valueBase(res.value)
+		h.match = protocol.BaseOf(res.value)
 	}
 	return h
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ func TestClusterCensus(t *testing.T) {
 	cc := cl.Client(func(o *redis.ClusterOptions) { o.MaxRetries = 1 })
 	ctx := testCtx(t)
 	keys := loadLocks(t, cc, "c", 3000)
-	must(t, cc.Set(ctx, locklib.FenceKey(keys[7]), "1234", 0).Err())
+	must(t, cc.Set(ctx, protocol.FenceKey(keys[7]), "1234", 0).Err())
 	must(t, cc.RPush(ctx, "lock:c:list", "x").Err())
 
 	s := New(clusterTarget(cl, cc), Options{Retries: 2})

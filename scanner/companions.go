@@ -4,11 +4,11 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
-// A census learns which locks have companion keys (locklib.FenceKey, locklib.WaitQueueKey)
+// A census learns which locks have companion keys (protocol.FenceKey, protocol.WaitQueueKey)
 // from its own SCAN instead of asking for each lock's: SCAN walks the whole keyspace anyway,
 // so widening MATCH to also return "fence:{<key>}" and "waitq:{<key>}" costs no lookup, while
 // asking costs one per lock, as much as the lock's own PTTL. Only companions that exist are
@@ -68,9 +68,9 @@ func companionOf(k, prefix string) (string, bool) {
 
 func companionKeyOf(prefix, lock string) string {
 	if prefix == "fence:" {
-		return locklib.FenceKey(lock)
+		return protocol.FenceKey(lock)
 	}
-	return locklib.WaitQueueKey(lock)
+	return protocol.WaitQueueKey(lock)
 }
 
 // joinCompanions reads the companions the SCAN found and fills them into locks. A lock with
@@ -106,10 +106,10 @@ func (p *pass) readCompanions(ctx context.Context, rdb redis.Cmdable, locks []Lo
 	for j, i := range idx {
 		key := locks[i].Key
 		if _, ok := p.fences[key]; ok && !p.denied[readFence].Load() {
-			fences[j] = pipe.Get(ctx, locklib.FenceKey(key))
+			fences[j] = pipe.Get(ctx, protocol.FenceKey(key))
 		}
 		if _, ok := p.queues[key]; ok && !p.denied[readWaiters].Load() {
-			cards[j] = pipe.ZCard(ctx, locklib.WaitQueueKey(key))
+			cards[j] = pipe.ZCard(ctx, protocol.WaitQueueKey(key))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {

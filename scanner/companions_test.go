@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 func TestCompanionOf(t *testing.T) {
@@ -37,10 +37,10 @@ func TestCensusFindsCompanionsByScan(t *testing.T) {
 	v := "api-1:-:1764400000123:0123456789abcdef"
 	for _, k := range []string{"lock:{order}:1", "lock:plain", "other:x"} {
 		must(t, c.Set(ctx, k, v, time.Minute).Err())
-		must(t, c.Set(ctx, locklib.FenceKey(k), "42", 0).Err())
-		must(t, c.ZAdd(ctx, locklib.WaitQueueKey(k), redisZ(1, "w")).Err())
+		must(t, c.Set(ctx, protocol.FenceKey(k), "42", 0).Err())
+		must(t, c.ZAdd(ctx, protocol.WaitQueueKey(k), redisZ(1, "w")).Err())
 	}
-	must(t, c.Set(ctx, locklib.FenceKey("lock:released"), "7", 0).Err()) // its lock is gone
+	must(t, c.Set(ctx, protocol.FenceKey("lock:released"), "7", 0).Err()) // its lock is gone
 	must(t, c.Set(ctx, "lock:nofence", v, time.Minute).Err())
 
 	census, err := New(target, Options{}).Census(ctx)

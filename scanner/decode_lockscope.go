@@ -5,17 +5,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // decodeLockscope decodes locklib's layout (docs/value-format.md) into l. It parses from the
-// right, like locklib.ParseValue, so a node holding raw ':' (IPv6, host:port) written by
+// right, like protocol.ParseValue, so a node holding raw ':' (IPv6, host:port) written by
 // other code decodes. Node and Trace are substrings of v: a census of a million locks keeps
 // one copy of each value, and decoding allocates nothing. A value with a %XX escape goes to
-// locklib.ParseValue, the reference (FuzzLockscopeMatchesLocklib checks they agree).
+// protocol.ParseValue, the reference (FuzzLockscopeMatchesLocklib checks they agree).
 func decodeLockscope(l *Lock, v string) bool {
 	if strings.IndexByte(v, '%') >= 0 {
-		parsed, err := locklib.ParseValue(v)
+		parsed, err := protocol.ParseValue(v)
 		if err != nil {
 			return false
 		}
@@ -34,7 +34,7 @@ func decodeLockscope(l *Lock, v string) bool {
 }
 
 // splitLockscope splits <node>:<trace>:<unix_ms>:<rand16hex>[:<count>] from the right,
-// with locklib.ParseValue's rules: count a canonical decimal >= 1, unix_ms >= 0.
+// with protocol.ParseValue's rules: count a canonical decimal >= 1, unix_ms >= 0.
 func splitLockscope(v string) (node, trace string, ms int64, count int, ok bool) {
 	rest, last, ok := cutLast(v)
 	if !ok {

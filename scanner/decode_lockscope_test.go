@@ -3,11 +3,11 @@ package scanner
 import (
 	"testing"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // FuzzLockscopeMatchesLocklib: the census's allocation-free decoder accepts exactly what
-// locklib.ParseValue accepts and decodes the same node, trace, time and count.
+// protocol.ParseValue accepts and decodes the same node, trace, time and count.
 func FuzzLockscopeMatchesLocklib(f *testing.F) {
 	for _, seed := range []string{
 		"worker-3:-:1764400000123:00000000000000ff",
@@ -24,9 +24,9 @@ func FuzzLockscopeMatchesLocklib(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		var l Lock
 		ok := decodeLockscope(&l, v)
-		want, err := locklib.ParseValue(v)
+		want, err := protocol.ParseValue(v)
 		if ok != (err == nil) {
-			t.Fatalf("%q: decoder ok=%v, locklib.ParseValue err=%v", v, ok, err)
+			t.Fatalf("%q: decoder ok=%v, protocol.ParseValue err=%v", v, ok, err)
 		}
 		if ok && (l.Node != want.Node || l.Trace != want.Trace || !l.AcquiredAt.Equal(want.AcquiredAt) || l.Reentry != want.Count) {
 			t.Fatalf("%q: decoded %q %q %v %d, locklib %q %q %v %d", v, l.Node, l.Trace, l.AcquiredAt, l.Reentry,

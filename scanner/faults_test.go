@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,7 +16,7 @@ func TestCensusWithoutGetPermission(t *testing.T) {
 	srv, admin, _ := startStandalone(t)
 	ctx := testCtx(t)
 	loadLocks(t, admin, "acl", 2500)
-	must(t, admin.Set(ctx, locklib.FenceKey("lock:acl:0000001"), "99", 0).Err())
+	must(t, admin.Set(ctx, protocol.FenceKey("lock:acl:0000001"), "99", 0).Err())
 	must(t, admin.Do(ctx, "ACL", "SETUSER", "lister", "on", ">pw", "~*", "-@all", "+scan", "+pttl", "+ping", "+hello", "+client").Err())
 	c := srv.Client(func(o *redis.Options) { o.Username, o.Password = "lister", "pw" })
 	if err := c.Get(ctx, "lock:acl:0000001").Err(); !isNoPerm(err) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockscope/lockscope/connect"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,7 +23,7 @@ func (s *Scanner) hints(ctx context.Context, warn func(string)) <-chan string {
 				warn("could not enable keyspace notifications on " + s.addr(i) + ": " + err.Error())
 			}
 		}
-		sub := c.Subscribe(ctx, locklib.EventsChannel)
+		sub := c.Subscribe(ctx, protocol.EventsChannel)
 		if s.target.Mode != connect.Cluster {
 			if err := sub.PSubscribe(ctx, "__keyspace@*__:"+s.opts.Pattern); err != nil {
 				warn("keyspace notifications unavailable on " + s.addr(i) + ": " + err.Error())
@@ -62,8 +62,8 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, out chan<
 
 // hintKey extracts the key a message is about.
 func hintKey(m *redis.Message) string {
-	if m.Channel == locklib.EventsChannel {
-		var ev locklib.Event
+	if m.Channel == protocol.EventsChannel {
+		var ev protocol.Event
 		if json.Unmarshal([]byte(m.Payload), &ev) != nil {
 			return ""
 		}

@@ -45,8 +45,8 @@ type Lock struct {
 	FetchedAt time.Time
 
 	// Companion keys (locklib/keys.go), read when present (HasFence, HasWaiters below).
-	Fence   int64 // the fencing counter at locklib.FenceKey(Key)
-	Waiters int   // ZCARD of locklib.WaitQueueKey(Key)
+	Fence   int64 // the fencing counter at protocol.FenceKey(Key)
+	Waiters int   // ZCARD of protocol.WaitQueueKey(Key)
 
 	// Value is the raw value: at most ValueCap bytes of a string (Truncated says it was
 	// longer), or for a hash its fields as "field=value" lines. Display gives a safe form.

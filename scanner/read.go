@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -133,13 +133,13 @@ func (kr *keyReader) readKeys(ctx context.Context, rdb redis.Cmdable, keys []str
 	if perKey && readFences {
 		fences = make([]*redis.StringCmd, len(keys))
 		for i, k := range keys {
-			fences[i] = pipe.Get(ctx, locklib.FenceKey(k))
+			fences[i] = pipe.Get(ctx, protocol.FenceKey(k))
 		}
 	}
 	if perKey && readQueues {
 		waiters = make([]*redis.IntCmd, len(keys))
 		for i, k := range keys {
-			waiters[i] = pipe.ZCard(ctx, locklib.WaitQueueKey(k))
+			waiters[i] = pipe.ZCard(ctx, protocol.WaitQueueKey(k))
 		}
 	}
 	var batch companions
@@ -238,13 +238,13 @@ func companionKeys(keys []string, fences, queues bool) (fenceKeys, queueKeys []s
 	if fences {
 		fenceKeys = make([]string, len(keys))
 		for i, k := range keys {
-			fenceKeys[i] = locklib.FenceKey(k)
+			fenceKeys[i] = protocol.FenceKey(k)
 		}
 	}
 	if queues {
 		queueKeys = make([]string, len(keys))
 		for i, k := range keys {
-			queueKeys[i] = locklib.WaitQueueKey(k)
+			queueKeys[i] = protocol.WaitQueueKey(k)
 		}
 	}
 	return fenceKeys, queueKeys

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 func TestCensusDecodesEveryFormat(t *testing.T) {
 	_, c, target := startStandalone(t)
 	ctx := testCtx(t)
 	acquired := time.UnixMilli(1764400000123)
-	seed := locklib.Value{Node: "api-7", Trace: "req-42", AcquiredAt: acquired, Rand: "0123456789abcdef"}.String()
+	seed := protocol.Value{Node: "api-7", Trace: "req-42", AcquiredAt: acquired, Rand: "0123456789abcdef"}.String()
 	must(t, c.Set(ctx, "lock:seed", seed, time.Minute).Err())
 	must(t, c.Set(ctx, "lock:reentrant", seed+":3", time.Minute).Err())
 	must(t, c.Set(ctx, "lock:ipv6", "fe80::1:6379:-:1764400000123:0123456789abcdef", time.Minute).Err())
@@ -30,8 +30,8 @@ func TestCensusDecodesEveryFormat(t *testing.T) {
 	must(t, c.ZAdd(ctx, "lock:zset", redisZ(1, "a")).Err())
 	must(t, c.XAdd(ctx, xadd("lock:stream")).Err())
 	must(t, c.Set(ctx, "other:key", seed, time.Minute).Err()) // outside the pattern
-	must(t, c.Set(ctx, locklib.FenceKey("lock:seed"), "1764400000123456", 0).Err())
-	must(t, c.ZAdd(ctx, locklib.WaitQueueKey("lock:seed"), redisZ(1, "w1"), redisZ(2, "w2")).Err())
+	must(t, c.Set(ctx, protocol.FenceKey("lock:seed"), "1764400000123456", 0).Err())
+	must(t, c.ZAdd(ctx, protocol.WaitQueueKey("lock:seed"), redisZ(1, "w1"), redisZ(2, "w2")).Err())
 
 	census, err := New(target, Options{}).Census(ctx)
 	must(t, err)

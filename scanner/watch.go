@@ -11,7 +11,7 @@ import (
 // the first rows come within one SCAN round trip and one pipeline of reads, whatever the key
 // count. Each pass ends with an
 // UpdatePassDone for its Gen: keys not seen in that pass are gone. Between passes, locklib
-// events (locklib.EventsChannel) and keyspace notifications, when the server sends them, make
+// events (protocol.EventsChannel) and keyspace notifications, when the server sends them, make
 // Watch re-read the one key concerned at once and send it as a one-lock UpdateBatch (Gone set
 // when it was deleted). The channel closes when ctx ends; stop reading only after cancelling.
 func (s *Scanner) Watch(ctx context.Context) <-chan Update {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // TestWatchPassesAndHints: rows arrive in batches, each pass ends with PassDone, a deleted
@@ -58,8 +59,8 @@ func TestWatchPassesAndHints(t *testing.T) {
 	// Between passes: a new key (keyspace notification, enabled by the option) and an event.
 	must(t, c.Set(ctx, "lock:w:new", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
 	must(t, c.Del(ctx, "lock:w:0000005").Err())
-	ev, _ := json.Marshal(locklib.Event{Type: locklib.EventReleased, Key: "lock:w:0000005"})
-	must(t, c.Publish(ctx, locklib.EventsChannel, ev).Err())
+	ev, _ := json.Marshal(protocol.Event{Type: string(locklib.EventReleased), Key: "lock:w:0000005"})
+	must(t, c.Publish(ctx, protocol.EventsChannel, ev).Err())
 
 	sawNew, sawGone, pass2 := false, false, map[string]bool{}
 	for u := next(); !(u.Kind == UpdatePassDone && u.Gen == 2); u = next() {

@@ -7,7 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -134,7 +134,7 @@ func resultText(msg actionDoneMsg) (string, bool) {
 
 // currentHolder names the holder of a value that replaced the one the operator saw.
 func currentHolder(value string) string {
-	if v, err := locklib.ParseValue(value); err == nil {
+	if v, err := protocol.ParseValue(value); err == nil {
 		h := present.OrUnknown(v.Node)
 		if v.Trace != "" {
 			h += " (trace " + v.Trace + ")"

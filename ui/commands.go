@@ -9,7 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -42,7 +42,7 @@ func waitForScan(ch <-chan scanner.Update) tea.Cmd {
 }
 
 // waitForEvent blocks on the lifecycle-event stream for its next event.
-func waitForEvent(ch <-chan locklib.Event) tea.Cmd {
+func waitForEvent(ch <-chan protocol.Event) tea.Cmd {
 	if ch == nil {
 		return nil
 	}

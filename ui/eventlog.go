@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 )
 
@@ -38,7 +38,7 @@ func (e *eventLog) add(en logEntry) {
 }
 
 // entryFromEvent describes a locklib event in one line.
-func entryFromEvent(ev locklib.Event) logEntry {
+func entryFromEvent(ev protocol.Event) logEntry {
 	var parts []string
 	if ev.Node != "" {
 		parts = append(parts, "node="+ev.Node)
@@ -64,7 +64,7 @@ func entryFromEvent(ev locklib.Event) logEntry {
 	if ev.Reason != "" {
 		parts = append(parts, "reason="+ev.Reason)
 	}
-	return logEntry{at: time.UnixMilli(ev.AtMs), kind: string(ev.Type), key: ev.Key, text: strings.Join(parts, " ")}
+	return logEntry{at: time.UnixMilli(ev.AtMs), kind: ev.Type, key: ev.Key, text: strings.Join(parts, " ")}
 }
 
 // view renders the newest entries that fit in width x height (content only, no border).
@@ -73,7 +73,7 @@ func (e eventLog) view(width, height int, st styles) string {
 		return ""
 	}
 	if len(e.entries) == 0 {
-		return fitBlock(st.dim.Render("no events yet (locklib publishes on "+locklib.EventsChannel+")"), width, height)
+		return fitBlock(st.dim.Render("no events yet (locklib publishes on "+protocol.EventsChannel+")"), width, height)
 	}
 	start := max(len(e.entries)-height, 0)
 	lines := make([]string, 0, height)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // maxEventPayload bounds what is decoded from the events channel: anyone who can PUBLISH may
@@ -25,8 +25,8 @@ const dedupWindow = 512
 // and merges the decoded, de-duplicated events into one channel, closed when ctx ends.
 // go-redis re-subscribes by itself after a connection drop; events published meanwhile are
 // lost (pub/sub is fire-and-forget), which the scanner's rescans make up for.
-func subscribeEvents(ctx context.Context, clients []redis.UniversalClient) <-chan locklib.Event {
-	out := make(chan locklib.Event, 256)
+func subscribeEvents(ctx context.Context, clients []redis.UniversalClient) <-chan protocol.Event {
+	out := make(chan protocol.Event, 256)
 	if len(clients) == 0 {
 		close(out)
 		return out
@@ -34,7 +34,7 @@ func subscribeEvents(ctx context.Context, clients []redis.UniversalClient) <-cha
 	raw := make(chan string, 256)
 	var wg sync.WaitGroup
 	for _, c := range clients {
-		ps := c.Subscribe(ctx, locklib.EventsChannel)
+		ps := c.Subscribe(ctx, protocol.EventsChannel)
 		wg.Go(func() {
 			defer ps.Close()
 			ch := ps.Channel()
@@ -78,8 +78,8 @@ func subscribeEvents(ctx context.Context, clients []redis.UniversalClient) <-cha
 }
 
 // decodeEvent parses one message of the events channel.
-func decodeEvent(payload string) (locklib.Event, error) {
-	var ev locklib.Event
+func decodeEvent(payload string) (protocol.Event, error) {
+	var ev protocol.Event
 	if len(payload) > maxEventPayload {
 		return ev, fmt.Errorf("ui: event of %d bytes is too large", len(payload))
 	}
@@ -93,8 +93,8 @@ func decodeEvent(payload string) (locklib.Event, error) {
 }
 
 // eventIdentity is what makes two copies of one event the same event.
-func eventIdentity(ev locklib.Event) string {
-	return string(ev.Type) + "\x00" + ev.Key + "\x00" + ev.Value + "\x00" + ev.Node + "\x00" + strconv.FormatInt(ev.AtMs, 10)
+func eventIdentity(ev protocol.Event) string {
+	return ev.Type + "\x00" + ev.Key + "\x00" + ev.Value + "\x00" + ev.Node + "\x00" + strconv.FormatInt(ev.AtMs, 10)
 }
 
 // recentSet remembers the last n distinct strings.

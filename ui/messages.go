@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -19,7 +19,7 @@ type scanMsg struct{ update scanner.Update }
 type scanClosedMsg struct{}
 
 // eventMsg is one locklib lifecycle event from the events channel.
-type eventMsg struct{ event locklib.Event }
+type eventMsg struct{ event protocol.Event }
 
 // eventsClosedMsg says the event subscription ended.
 type eventsClosedMsg struct{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -49,7 +50,7 @@ type Model struct {
 	width, height int
 
 	scanCh  <-chan scanner.Update
-	eventCh <-chan locklib.Event
+	eventCh <-chan protocol.Event
 
 	// The census and its cached, filtered and sorted view.
 	locks      lockSet
@@ -78,7 +79,7 @@ type Model struct {
 	pending   int    // actions in flight
 }
 
-func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, eventCh <-chan locklib.Event) *Model {
+func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, eventCh <-chan protocol.Event) *Model {
 	clock := o.Now
 	if clock == nil {
 		clock = time.Now
@@ -268,12 +269,12 @@ func (m *Model) markLive() {
 }
 
 // onEvent logs a locklib event and learns waiter counts from it.
-func (m *Model) onEvent(ev locklib.Event) {
+func (m *Model) onEvent(ev protocol.Event) {
 	m.events.add(entryFromEvent(ev))
 	switch {
 	case ev.Waiters > 0:
 		m.waiters[ev.Key] = int(ev.Waiters)
-	case ev.Type == locklib.EventReleased || ev.Type == locklib.EventLost:
+	case ev.Type == string(locklib.EventReleased) || ev.Type == string(locklib.EventLost):
 		delete(m.waiters, ev.Key)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -405,7 +406,7 @@ func TestActionResultsAreShown(t *testing.T) {
 
 func TestEventsLoggedAndWaitersCounted(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
-	_, cmd := m.Update(eventMsg{event: locklib.Event{Type: locklib.EventWaiting, Key: "lock:pay:55", Node: "api-3", Waiters: 4, AtMs: t0.UnixMilli()}})
+	_, cmd := m.Update(eventMsg{event: protocol.Event{Type: string(locklib.EventWaiting), Key: "lock:pay:55", Node: "api-3", Waiters: 4, AtMs: t0.UnixMilli()}})
 	if cmd != nil {
 		t.Fatal("with no stream, no re-subscription command is expected")
 	}
@@ -415,7 +416,7 @@ func TestEventsLoggedAndWaitersCounted(t *testing.T) {
 	s := screen(m)
 	mustContain(t, s, "waiting")
 	mustContain(t, s, "waiters=4")
-	m.Update(eventMsg{event: locklib.Event{Type: locklib.EventReleased, Key: "lock:pay:55", AtMs: t0.UnixMilli()}})
+	m.Update(eventMsg{event: protocol.Event{Type: string(locklib.EventReleased), Key: "lock:pay:55", AtMs: t0.UnixMilli()}})
 	if _, ok := m.waiters["lock:pay:55"]; ok {
 		t.Fatal("released did not reset the waiter count")
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
-	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -58,7 +58,7 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 
 	updates := o.Scanner.Watch(ctx)
-	var events <-chan locklib.Event
+	var events <-chan protocol.Event
 	if !o.NoEvents {
 		events = subscribeEvents(ctx, o.Target.Clients)
 	}

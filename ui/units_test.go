@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -128,7 +129,7 @@ func TestSafeRenderingOfHostileValuesInDialogNoticeAndLog(t *testing.T) {
 }
 
 func TestEntryFromEvent(t *testing.T) {
-	e := entryFromEvent(locklib.Event{Type: locklib.EventLost, Key: "lock:a", Node: "n1", Trace: "t", Token: 9,
+	e := entryFromEvent(protocol.Event{Type: string(locklib.EventLost), Key: "lock:a", Node: "n1", Trace: "t", Token: 9,
 		HoldMs: 1500, Reason: "renewal refused", AtMs: t0.UnixMilli()})
 	if e.kind != "lost" || e.key != "lock:a" || !e.at.Equal(t0) {
 		t.Fatalf("entry %+v", e)

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Golden files of whole screens at fixed sizes with the clock frozen (update with
@@ -18,8 +19,8 @@ import (
 
 func TestGoldenMain120x30(t *testing.T) {
 	m, _ := newTestModel(t, 120, 30)
-	m.Update(eventMsg{event: locklib.Event{Type: locklib.EventAcquired, Key: "lock:order:1001", Node: "api-7", Trace: "req-42", Token: 1042, TTLMs: 30000, WaitMs: 12, AtMs: t0.Add(-90 * time.Second).UnixMilli()}})
-	m.Update(eventMsg{event: locklib.Event{Type: locklib.EventWaiting, Key: "lock:order:1001", Node: "api-9", Waiters: 2, AtMs: t0.Add(-time.Second).UnixMilli()}})
+	m.Update(eventMsg{event: protocol.Event{Type: string(locklib.EventAcquired), Key: "lock:order:1001", Node: "api-7", Trace: "req-42", Token: 1042, TTLMs: 30000, WaitMs: 12, AtMs: t0.Add(-90 * time.Second).UnixMilli()}})
+	m.Update(eventMsg{event: protocol.Event{Type: string(locklib.EventWaiting), Key: "lock:order:1001", Node: "api-9", Waiters: 2, AtMs: t0.Add(-time.Second).UnixMilli()}})
 	golden.RequireEqual(t, m.View().Content)
 }
 

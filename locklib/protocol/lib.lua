@@ -1,5 +1,7 @@
--- Shared helpers, prepended to every locklib script (scripts.go). Redis forbids globals in
--- scripts, so everything here is local.
+-- The protocol's Lua library (LuaLibrary, lua.go), prepended to every locklib script and to
+-- the inspector's force-release (actions/release.lua). Redis forbids globals in scripts, so
+-- everything here is local. The header that lua.go puts before it defines the channels:
+-- EVENTS (EventsChannel), WAKE (WakeChannelPrefix), REDLOCK_RELEASED (RedlockReleasedChannel).
 --
 -- Every script is safe to run twice: go-redis sends a request again when the connection
 -- broke before the reply came, and the server may have run the first copy. Each request
@@ -13,9 +15,7 @@
 -- script makes its one growing write before its other changes, or makes it best effort
 -- (finish, showCount), so that under memory pressure a release still releases.
 
-local EVENTS = 'lockscope:events' -- locklib.EventsChannel
-local WAKE = 'lockscope:wake:'    -- + client id: where a client's waiters are woken
--- The ended set (locklib.EndedKey) remembers the last ENDED_MAX operations that ended on a
+-- The ended set (EndedKey) remembers the last ENDED_MAX operations that ended on a
 -- key (score: the server's unix ms when it ended), and goes ENDED_MS after the last of them:
 -- a late copy of a request of one of them changes nothing.
 local ENDED_MAX = 1024
@@ -132,8 +132,8 @@ local function liveHead(queue, presence)
   end
 end
 
--- Queue entries are '<waiter id>|<ttl ms>|<value>', waiter ids '<client id>:<n>': the
--- entry says whom to wake and, for a hand-off inside one client, what to write.
+-- Queue entries are '<waiter id>|<ttl ms>|<value>', waiter ids '<client id>:<n>' (QueueEntry):
+-- the entry says whom to wake and, for a hand-off inside one client, what to write.
 local function entryParts(entry)
   return string.match(entry, '^(([^:|]+):[^|]*)|(%d+)|(.*)$')
 end
@@ -151,6 +151,17 @@ local function wake(entry, key)
   local id, client = entryParts(entry)
   if client then
     redis.call('PUBLISH', WAKE .. client, id .. '\n' .. key)
+  end
+end
+
+-- wakeNext wakes the first live waiter of key, for a script that deleted the lock without
+-- handing it over (the inspector's force-release): waiters whose presence deadline passed
+-- are dropped on the way, as every release does.
+local function wakeNext(key, queue, presence)
+  prune(queue, presence, nowMs())
+  local head = liveHead(queue, presence)
+  if head then
+    wake(head, key)
   end
 end
 

@@ -1,4 +1,4 @@
-package locklib
+package protocol
 
 import (
 	"strings"
@@ -11,15 +11,15 @@ func FuzzParseQueueEntry(f *testing.F) {
 	f.Add("||")
 	f.Add("a:1|-5|v|w")
 	f.Fuzz(func(t *testing.T, entry string) {
-		id, ttl, value, ok := parseQueueEntry(entry)
+		id, ttl, value, ok := ParseQueueEntry(entry)
 		if !ok {
 			return
 		}
 		if ttl < 0 || strings.Contains(id, "|") {
 			t.Fatalf("%q decoded to id %q, ttl %v", entry, id, ttl)
 		}
-		again := queueEntry(id, ttl, value)
-		if id2, ttl2, value2, ok := parseQueueEntry(again); !ok || id2 != id || ttl2 != ttl || value2 != value {
+		again := QueueEntry(id, ttl, value)
+		if id2, ttl2, value2, ok := ParseQueueEntry(again); !ok || id2 != id || ttl2 != ttl || value2 != value {
 			t.Fatalf("%q -> (%q, %v, %q) -> %q does not round-trip", entry, id, ttl, value, again)
 		}
 	})

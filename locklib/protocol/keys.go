@@ -1,4 +1,4 @@
-package locklib
+package protocol
 
 import "strings"
 
@@ -33,6 +33,13 @@ func LevelsKey(key string) string { return companionKey("levels:", key) }
 // request that go-redis sent again finds its operation there and changes nothing
 // (docs/locklib.md).
 func EndedKey(key string) string { return companionKey("ended:", key) }
+
+// CompanionsInSlot reports whether key's companion keys hash to key's Redis Cluster slot, so
+// that one script may touch them all: always, unless key has no hash tag and contains '}',
+// which would end the tag that companionKey adds early.
+func CompanionsInSlot(key string) bool {
+	return hasHashTag(key) || !strings.Contains(key, "}")
+}
 
 func companionKey(prefix, key string) string {
 	if hasHashTag(key) {

@@ -1,4 +1,4 @@
-package locklib
+package protocol
 
 import (
 	"errors"
@@ -51,25 +51,9 @@ func TestParseValueRejects(t *testing.T) {
 }
 
 func TestNewValueIsUnique(t *testing.T) {
-	a, b := newValue("n", "", time.Now()), newValue("n", "", time.Now())
+	a, b := NewValue("n", "", time.Now()), NewValue("n", "", time.Now())
 	if a.Rand == b.Rand || !isRand(a.Rand) {
 		t.Fatalf("rand parts %q %q", a.Rand, b.Rand)
-	}
-}
-
-func TestCompanionKeys(t *testing.T) {
-	cases := map[string]string{
-		"lock:order:1001":   "fence:{lock:order:1001}",
-		"lock:{order}:1001": "fence:lock:{order}:1001",
-		"lock:{}:x":         "fence:{lock:{}:x}",
-	}
-	for key, want := range cases {
-		if got := FenceKey(key); got != want {
-			t.Errorf("FenceKey(%q) = %q, want %q", key, got, want)
-		}
-	}
-	if got := WaitQueueKey("lock:a"); got != "waitq:{lock:a}" {
-		t.Errorf("WaitQueueKey = %q", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package locklib
+package protocol
 
 import (
 	"crypto/rand"
@@ -31,8 +31,8 @@ var ErrBadValue = errors.New("locklib: not a lockscope lock value")
 // noTrace stands for "no trace id" on the wire.
 const noTrace = "-"
 
-// newValue makes a fresh value for an acquisition now.
-func newValue(node, trace string, now time.Time) Value {
+// NewValue makes a fresh value for an acquisition now: Rand from crypto/rand.
+func NewValue(node, trace string, now time.Time) Value {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("locklib: crypto/rand failed: " + err.Error())
@@ -164,8 +164,9 @@ func unescapeField(s string) (string, error) {
 	return sb.String(), nil
 }
 
-// valueBase is a lock value without its re-entry count.
-func valueBase(value string) string {
+// BaseOf is a lock value without its re-entry count (value itself when it has none or is
+// not in locklib's format): what stays the same across re-entries, like Value.Base.
+func BaseOf(value string) string {
 	if v, err := ParseValue(value); err == nil && v.Count > 0 {
 		return value[:strings.LastIndexByte(value, ':')]
 	}

@@ -1,0 +1,19 @@
+package protocol
+
+// Event is one lock lifecycle event, as published on EventsChannel (JSON field names fixed).
+// Type is the name of a locklib.EventType ("waiting", "acquired", "renewed", "renew_failed",
+// "released", "lost"): locklib owns that vocabulary, which its Observer sees too.
+type Event struct {
+	Type    string `json:"type"`
+	Key     string `json:"key"`
+	Value   string `json:"value,omitempty"`   // the holder's value, when known
+	Node    string `json:"node,omitempty"`    // the client's node
+	Trace   string `json:"trace,omitempty"`   // the lock's trace id
+	Token   int64  `json:"token,omitempty"`   // fencing token, when there is one
+	TTLMs   int64  `json:"ttl_ms,omitempty"`  // TTL asked for or granted
+	WaitMs  int64  `json:"wait_ms,omitempty"` // acquired: how long Obtain waited
+	HoldMs  int64  `json:"hold_ms,omitempty"` // released/lost: how long it was held
+	Waiters int64  `json:"waiters,omitempty"` // waiters queued on the key, when known
+	Reason  string `json:"reason,omitempty"`  // renew_failed/lost: why
+	AtMs    int64  `json:"at_ms"`             // unix milliseconds when it happened
+}
