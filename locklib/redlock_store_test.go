@@ -116,7 +116,8 @@ func TestRedlockStoreValidityDeadline(t *testing.T) {
 	template := redlockTestValue()
 	seen := map[string]bool{}
 	for i := 0; i < 20; i++ {
-		res, start := redlockMustAcquire(t, s, acquireRequest{key: "lock:v", value: template, ttl: ttl})
+		req := acquireRequest{key: "lock:v", value: template, ttl: ttl, op: fmt.Sprintf("test:%d", i)}
+		res, start := redlockMustAcquire(t, s, req)
 		if limit := start.Add(ttl - drift); res.validUntil.After(limit) {
 			t.Fatalf("validUntil %v is later than start + ttl - drift %v", res.validUntil, limit)
 		}
@@ -124,7 +125,7 @@ func TestRedlockStoreValidityDeadline(t *testing.T) {
 			t.Fatalf("attempt %d stored %q (seen before: %v): want the template's node and trace, a fresh random part", i, res.value, seen[res.value])
 		}
 		seen[res.value] = true
-		if err := s.release(context.Background(), hold{key: "lock:v", match: res.value}); err != nil {
+		if err := s.release(context.Background(), req.hold(res)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -148,7 +148,7 @@ func layoutColumns(width int, vis []*scanner.Lock) tableColumns {
 	if flex()-holder-trace-2 < minKey {
 		showTrace = false
 	}
-	if showTrace == false && flex()-holder-1 < minKey {
+	if !showTrace && flex()-holder-1 < minKey {
 		showHolder = false
 	}
 	if !showHolder && flex() < minKey {
