@@ -15,6 +15,7 @@ const (
 	EventReleased    EventType = "released"     // a lock was released (or a re-entry left)
 	EventLost        EventType = "lost"         // a lock is known or presumed lost
 )
+
 // EventNotObtained is an Observation type only (never published): an Obtain or TryObtain
 // gave up; Err says why (taken, context ended, backend error).
 const EventNotObtained EventType = "not_obtained"
