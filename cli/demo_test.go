@@ -78,6 +78,7 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 // seconds with workers fighting over lock:demo:* (holders change), and the demo pane's worker
 // rows change state; x crashes the selected worker.
 func TestDemoTUIInTmux(t *testing.T) {
+	redistest.Slow(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not on PATH (apt-get install tmux)")
 	}

@@ -163,6 +163,7 @@ func setLock(t *testing.T, srv *redistest.Server, key, node, trace string, ttl t
 }
 
 func TestTUIEndToEnd(t *testing.T) {
+	redistest.Slow(t)
 	srv := redistest.Start(t)
 	setLock(t, srv, "lock:e2e:order", "e2e-node", "trace-e2e", 60*time.Second)
 	setLock(t, srv, "lock:e2e:other", "other-node", "-", 60*time.Second)
@@ -238,6 +239,7 @@ func (s *tuiSession) quit() {
 }
 
 func TestTUIReadOnlyCannotRelease(t *testing.T) {
+	redistest.Slow(t)
 	srv := redistest.Start(t)
 	value := setLock(t, srv, "lock:e2e:ro", "ro-node", "-", 60*time.Second)
 
@@ -264,6 +266,7 @@ func TestTUIReadOnlyCannotRelease(t *testing.T) {
 }
 
 func TestTUIReconnectsAfterServerRestart(t *testing.T) {
+	redistest.Slow(t)
 	srv := redistest.Start(t)
 	setLock(t, srv, "lock:e2e:kept", "kept-node", "-", 60*time.Second)
 

@@ -81,6 +81,7 @@ func TestHealthy(t *testing.T) {
 
 // Work longer than the TTL survives only through the watchdog's renewals.
 func TestSlow(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Slow})
 	if s.StaleRejected != 0 {
@@ -90,6 +91,7 @@ func TestSlow(t *testing.T) {
 
 // A crashed holder's lock expires and another worker takes the resource over.
 func TestCrash(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Crash})
 	if s.Crashes == 0 || s.ExpiredAfterCrash == 0 {
@@ -102,6 +104,7 @@ func TestCrash(t *testing.T) {
 
 // A frozen holder wakes after its lock went to another worker: its write is refused.
 func TestPause(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Pause})
 	if s.Pauses == 0 || s.StaleRejected == 0 {
@@ -111,6 +114,7 @@ func TestPause(t *testing.T) {
 
 // The same on Redlock, where the resource compares owner values instead of tokens.
 func TestPauseRedlock(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	s := runDemo(t, redlockConfig(embedded(t, 3).Target(true), Pause))
 	if s.Protection != OwnerCompare.String() {
@@ -123,6 +127,7 @@ func TestPauseRedlock(t *testing.T) {
 
 // Redlock over 3 embedded servers, one closed and restarted empty mid-run.
 func TestFailoverEmbedded(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	s := runDemo(t, redlockConfig(embedded(t, 3).Target(true), Failover))
 	if s.Failovers == 0 {
@@ -151,6 +156,7 @@ func redisTarget(servers []*redistest.Server) Target {
 
 // Redlock over 3 real redis-server processes: the failover kills one and restarts it empty.
 func TestFailoverRealRedis(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	servers := redistest.StartN(t, 3)
 	target := redisTarget(servers)
@@ -167,6 +173,7 @@ func TestFailoverRealRedis(t *testing.T) {
 // Servers the demo cannot stop (--redis): the failover cuts the workers off one instance and,
 // before letting them back, deletes the demo's own lock keys there, and nothing else.
 func TestFailoverPartition(t *testing.T) {
+	redistest.Slow(t)
 	t.Parallel()
 	servers := redistest.StartN(t, 3)
 	// Someone else's lock under a demo key on the first instance to fail over: not the demo's.

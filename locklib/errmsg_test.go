@@ -13,6 +13,7 @@ import (
 // Every error a user gets is one line that names its key, and errors.Is still finds each
 // error it wraps: the sentinel, the context's error, a Redis error.
 func TestErrorsAreOneLineAndNameTheKey(t *testing.T) {
+	redistest.Slow(t)
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	other, _ := newTestClient(t, srv)

@@ -234,6 +234,7 @@ func TestLostWhenServerPaused(t *testing.T) {
 }
 
 func TestObtainPromptWhenServerKilled(t *testing.T) {
+	redistest.Slow(t)
 	srv := redistest.Start(t)
 	c, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 20*time.Second)

@@ -364,6 +364,7 @@ func TestRedlockReentrantReleaseRunTwice(t *testing.T) {
 // With a watchdog, Release first waits for a renewal in flight (ttl/3 at most); the watchdog
 // must not be held up either, by the renew_failed event it publishes (found by TestHistory).
 func TestReleaseBoundWithDefaultOptions(t *testing.T) {
+	redistest.Slow(t)
 	srv := redistest.Start(t)
 	c, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 30*time.Second)

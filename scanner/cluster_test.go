@@ -18,6 +18,7 @@ func clusterTarget(c *redistest.Cluster, cc *redis.ClusterClient) connect.Target
 // with the master that holds it, companions in the same slot are read; then one master is
 // killed: the census names it in Missing and still has the other masters' locks.
 func TestClusterCensus(t *testing.T) {
+	redistest.Slow(t)
 	cl := redistest.StartCluster(t, 3, redistest.WithArgs("--cluster-require-full-coverage", "no"))
 	cc := cl.Client(func(o *redis.ClusterOptions) { o.MaxRetries = 1 })
 	ctx := testCtx(t)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestClusterStartKillRestart(t *testing.T) {
+	Slow(t)
 	c := StartCluster(t, 3, WithArgs("--cluster-require-full-coverage", "no"))
 	cc := c.Client()
 	ctx := context.Background()

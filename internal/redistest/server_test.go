@@ -9,6 +9,7 @@ import (
 )
 
 func TestServerLifecycle(t *testing.T) {
+	Slow(t)
 	s := Start(t)
 	c := s.Client()
 	ctx := context.Background()
