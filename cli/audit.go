@@ -114,23 +114,23 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 
 func writeAuditTable(w io.Writer, records []actions.AuditRecord, t connect.Target) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tOPERATOR\tACTION\tKEY\tRESULT\tREASON\tSEEN")
+	printf(tw, "TIME\tOPERATOR\tACTION\tKEY\tRESULT\tREASON\tSEEN\n")
 	for _, r := range records {
 		action := string(r.Action)
 		if r.Action == actions.ActionExtend {
 			action += " " + r.TTL.String()
 		}
-		result := present.Safe(r.Result)
+		result := present.Sprintf("%s", r.Result) // read from Redis, like the rest of the record
 		if r.Error != "" {
 			result = present.Sprintf("%s: %s", r.Result, present.Cut{Text: t.Redact(r.Error), Max: 60})
 		}
-		fmt.Fprint(tw, present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339),
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339),
 			present.Cut{Text: r.Operator, Max: 32}, action, present.Cut{Text: r.Key, Max: keyWidth}, result,
-			present.Cut{Text: present.OrUnknown(r.Reason), Max: 40}, present.Cut{Text: r.Seen, Max: 60}))
+			present.Cut{Text: present.OrUnknown(r.Reason), Max: 40}, present.Cut{Text: r.Seen, Max: 60})
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d records\n", len(records))
+	err := printf(w, "%d records\n", len(records))
 	return err
 }

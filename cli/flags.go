@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -104,7 +103,7 @@ func (c connection) open(ctx context.Context, stderr io.Writer) (connect.Target,
 		return connect.Target{}, describeError(t, err)
 	}
 	for _, err := range down {
-		fmt.Fprintln(stderr, "lockscope: warning:", err)
+		printf(stderr, "lockscope: warning: %s\n", err)
 	}
 	return t, nil
 }

@@ -60,7 +60,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		return describeError(t, err)
 	}
 	for _, w := range census.Warnings {
-		fmt.Fprintln(opts.IO.ErrOut, "lockscope: warning:", t.Redact(w))
+		printf(opts.IO.ErrOut, "lockscope: warning: %s\n", t.Redact(w))
 	}
 	locks := make([]*scanner.Lock, len(census.Locks))
 	for i := range census.Locks {
@@ -171,7 +171,7 @@ const (
 // the census is a snapshot.
 func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join([]string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
+	printf(tw, "%s\n", strings.Join([]string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
 		present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}, "\t"))
 	noExpiry, stuck := 0, 0
 	for _, l := range locks {
@@ -181,11 +181,11 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter t
 		if present.Stuck(l, l.FetchedAt, stuckAfter) {
 			stuck++
 		}
-		fmt.Fprint(tw, present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			present.Cut{Text: l.Key, Max: keyWidth}, present.Cut{Text: present.OrUnknown(l.Node), Max: holderWidth},
 			present.Cut{Text: present.OrUnknown(l.Trace), Max: traceWidth}, present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
 			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), l.Format,
-			present.FlagsText(l, l.FetchedAt, stuckAfter)))
+			present.FlagsText(l, l.FetchedAt, stuckAfter))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -194,6 +194,6 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter t
 	if len(locks) < total {
 		summary = fmt.Sprintf("%d of %d locks shown", len(locks), total)
 	}
-	_, err := fmt.Fprintf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, stuckAfter)
+	err := printf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, stuckAfter)
 	return err
 }

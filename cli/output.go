@@ -1,18 +1,18 @@
 package cli
 
 import (
-	"errors"
+	"io"
 
 	"github.com/lockscope/lockscope/present"
 )
 
-// Every line the CLI prints is rendered by present.Sprintf, which escapes each string
-// argument (keys, values, holders from Redis; keys from the command line), so no text from
-// outside reaches the terminal unescaped. JSON output escapes through encoding/json and
-// present.SafeText on the values (docs/cli.md).
-
-// errorf is fmt.Errorf for a message that names text from outside, escaped like every line
-// the CLI prints (it wraps nothing).
-func errorf(format string, args ...any) error {
-	return errors.New(string(present.Sprintf(format, args...)))
+// printf is the one way the CLI writes text: it renders format with present.Sprintf, which
+// escapes every argument that is text (keys, values, holders and errors from Redis; keys from
+// the command line), so nothing from outside reaches the terminal unescaped. Messages and
+// errors are built raw and escaped here, once. JSON output escapes through encoding/json and
+// present.SafeText on the values (docs/cli.md). TestTextOutputGoesThroughPrintf keeps every
+// other file of the package from writing to a stream directly.
+func printf(w io.Writer, format string, args ...any) error {
+	_, err := io.WriteString(w, string(present.Sprintf(format, args...)))
+	return err
 }

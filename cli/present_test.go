@@ -89,8 +89,12 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 		if err := writeResult(&result, res, connect.Target{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := resultExit(res); err != nil {
-			mustBeInert(t, "exit error", err.Error())
+		if err := resultExit(res); err != nil { // printed by run, as printf renders it
+			var printed bytes.Buffer
+			if err := printf(&printed, "lockscope: %s\n", err); err != nil {
+				t.Fatal(err)
+			}
+			mustBeInert(t, "exit error", printed.String())
 		}
 	}
 	mustBeInert(t, "release", result.String())
@@ -102,7 +106,10 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 
 	rec := actions.AuditRecord{Time: now, Operator: hostile, Action: actions.ActionRelease, Key: hostile, Seen: hostile,
 		Result: actions.Failed, Error: hostile, Reason: hostile}
-	if err := writeAuditTable(&audit, []actions.AuditRecord{rec}, connect.Target{}); err != nil {
+	// Every field of a record is read from Redis, the action and result too.
+	forged := actions.AuditRecord{Time: now, Operator: "o", Action: actions.Action(hostile), Key: "k", Seen: "v",
+		Result: actions.Outcome(hostile), Reason: "r"}
+	if err := writeAuditTable(&audit, []actions.AuditRecord{rec, forged}, connect.Target{}); err != nil {
 		t.Fatal(err)
 	}
 	mustBeInert(t, "audit", audit.String())

@@ -96,7 +96,7 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		res, err = admin.Release(ctx, opts.Key, expect, opts.Reason)
 	}
 	if res.AuditErr != nil {
-		defer fmt.Fprintln(stderr, "lockscope: warning: the audit record was not written:", t.Redact(res.AuditErr.Error()))
+		defer printf(stderr, "lockscope: warning: the audit record was not written: %s\n", t.Redact(res.AuditErr.Error()))
 	}
 	if err != nil {
 		return describeError(t, err)
@@ -122,17 +122,17 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	}
 	key := opts.Key
 	if !h.Exists {
-		return "", withExit(exitGone, errorf("%s is already gone: nothing to %s", key, opts.Action))
+		return "", withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action))
 	}
 	for _, in := range h.Instances {
 		if in.Exists && in.Type != "string" && in.Type != "hash" {
-			return "", withExit(exitOther, errorf("%s is a %s, not a lock: not touched", key, in.Type))
+			return "", withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type))
 		}
 	}
-	fmt.Fprint(stderr, present.Sprintf("%s is held by %s\n", key, holderText(h.Value)))
+	printf(stderr, "%s is held by %s\n", key, holderText(h.Value))
 	if len(h.Instances) > 1 {
 		for _, in := range h.Instances {
-			fmt.Fprint(stderr, present.Sprintf("  %s\n", heldText(in, t)))
+			printf(stderr, "  %s\n", heldText(in, t))
 		}
 	}
 	if opts.Yes {
@@ -142,7 +142,7 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	if opts.Action == actions.ActionExtend {
 		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, opts.TTL)
 	}
-	ok, err := confirm(opts.IO.In, stderr, string(question))
+	ok, err := confirm(opts.IO.In, stderr, question)
 	if err != nil {
 		return "", err
 	}
@@ -154,16 +154,16 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 
 // confirm asks question on the terminal; anything but y/yes is No. It refuses when stdin is
 // not a terminal: a script must say --yes (and should pin the holder with --expect).
-func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+func confirm(in io.Reader, out io.Writer, question present.Safe) (bool, error) {
 	f, isFile := in.(*os.File)
 	if !isFile || !term.IsTerminal(f.Fd()) {
 		return false, withExit(exitUsage, errors.New("stdin is not a terminal, so nobody can confirm: pass --yes, "+
 			"or --expect VALUE to act only on the value you have seen"))
 	}
-	fmt.Fprint(out, question)
+	printf(out, "%s", question)
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && line == "" {
-		fmt.Fprintln(out)
+		printf(out, "\n")
 		return false, nil
 	}
 	answer := strings.ToLower(strings.TrimSpace(line))
@@ -212,14 +212,14 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
 	default:
 		line = present.Sprintf("not done: %s: %s", key, res.Outcome)
 	}
-	if _, err := fmt.Fprintln(w, line); err != nil {
+	if err := printf(w, "%s\n", line); err != nil {
 		return err
 	}
 	if len(res.Instances) < 2 {
 		return nil
 	}
 	for _, in := range res.Instances {
-		if _, err := fmt.Fprint(w, present.Sprintf("  %s  %s\n", in.Addr, instanceOutcomeText(in, t))); err != nil {
+		if err := printf(w, "  %s  %s\n", in.Addr, instanceOutcomeText(in, t)); err != nil {
 			return err
 		}
 	}
@@ -235,7 +235,7 @@ func instanceOutcomeText(in actions.InstanceResult, t connect.Target) present.Sa
 	case actions.Failed:
 		return present.Sprintf("failed: %s", describeError(t, in.Err).Error())
 	}
-	return present.Safe(strings.ReplaceAll(string(in.Outcome), "_", " "))
+	return present.Sprintf("%s", strings.ReplaceAll(string(in.Outcome), "_", " "))
 }
 
 // resultJSON is `release --json` / `extend --json` (docs/cli.md).
@@ -300,14 +300,14 @@ func resultExit(res actions.Result) error {
 	key := res.Key
 	switch res.Outcome {
 	case actions.ChangedHands:
-		return withExit(exitChanged, errorf("%s changed hands: %s refused, nothing changed", key, res.Action))
+		return withExit(exitChanged, fmt.Errorf("%s changed hands: %s refused, nothing changed", key, res.Action))
 	case actions.AlreadyGone:
-		return withExit(exitGone, errorf("%s is already gone", key))
+		return withExit(exitGone, fmt.Errorf("%s is already gone", key))
 	case actions.NotALock:
-		return withExit(exitOther, errorf("%s is not a lock: not touched", key))
+		return withExit(exitOther, fmt.Errorf("%s is not a lock: not touched", key))
 	}
 	if res.Partial() {
-		return withExit(exitPartial, errorf("%s: %s on some instances only; see the lines above", key, res.Outcome))
+		return withExit(exitPartial, fmt.Errorf("%s: %s on some instances only; see the lines above", key, res.Outcome))
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -38,7 +37,7 @@ func run(args []string, ios IOStreams, getenv func(string) string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(ios.ErrOut, "lockscope:", err)
+	printf(ios.ErrOut, "lockscope: %s\n", err)
 	return exitCode(err)
 }
 

@@ -47,7 +47,7 @@ func runShow(ctx context.Context, opts *showOptions) error {
 	defer t.Close()
 	l, err := opts.Conn.scanner(t).Get(ctx, opts.Key)
 	if errors.Is(err, scanner.ErrGone) {
-		return withExit(exitGone, errorf("%s does not exist", opts.Key))
+		return withExit(exitGone, fmt.Errorf("%s does not exist", opts.Key))
 	}
 	if err != nil {
 		return describeError(t, err)
@@ -121,7 +121,7 @@ func decodedValue(l *scanner.Lock) map[string]any {
 func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// value: text as read (escaped here), or a present.Safe part composed by present.Sprintf.
-	row := func(name string, value any) { fmt.Fprint(tw, present.Sprintf("%s\t%s\n", name, value)) }
+	row := func(name string, value any) { printf(tw, "%s\t%s\n", name, value) }
 	row("key", l.Key)
 	row("format", string(l.Format))
 	row("type", present.OrUnknown(l.Type))

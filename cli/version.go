@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,7 @@ func newVersionCmd(ios IOStreams) *cobra.Command {
 }
 
 func runVersion(opts *versionOptions) error {
-	_, err := fmt.Fprintln(opts.IO.Out, "lockscope", buildVersion())
+	err := printf(opts.IO.Out, "lockscope %s\n", buildVersion())
 	return err
 }
 

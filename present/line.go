@@ -1,6 +1,9 @@
 package present
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // Safe is text that may be printed as is: composed by Sprintf, so every piece of it from
 // outside has been through SafeText.
@@ -12,24 +15,29 @@ type Cut struct {
 	Max  int
 }
 
-// Sprintf is the one way the CLI renders a line of text output: like fmt.Sprintf, except that
-// every string argument is taken as text from outside (Redis, the command line) and made safe
-// with SafeText first, and a Cut argument is made safe and cut. A Safe argument (a part
-// composed by Sprintf) and values of other types (numbers, durations, lockscope's own named
-// string types such as scanner.Format) are formatted as fmt does. So a %q of a string argument
-// quotes its escaped form: `"\\x1b[2J"`.
+// Sprintf is the one way lockscope renders a line of text output: like fmt.Sprintf, except
+// that every argument that is text is taken as text from outside (Redis, the command line, a
+// server's error) and made safe with SafeText first: a string or a value of any named string
+// type (an audit record's action and result come from Redis too), an error's message, and a
+// Cut, which is also cut. Only a Safe argument (a part composed by Sprintf) is trusted as is;
+// numbers, durations and times are formatted as fmt does. So a %q of a string argument quotes
+// its escaped form: `"\\x1b[2J"`.
 func Sprintf(format string, args ...any) Safe {
 	safe := make([]any, len(args))
 	for i, a := range args {
 		switch a := a.(type) {
-		case string:
-			safe[i] = SafeText(a, 0)
-		case Cut:
-			safe[i] = SafeText(a.Text, a.Max)
 		case Safe:
 			safe[i] = string(a)
+		case Cut:
+			safe[i] = SafeText(a.Text, a.Max)
+		case error:
+			safe[i] = SafeText(a.Error(), 0)
 		default:
-			safe[i] = a
+			if v := reflect.ValueOf(a); v.Kind() == reflect.String {
+				safe[i] = SafeText(v.String(), 0)
+			} else {
+				safe[i] = a
+			}
 		}
 	}
 	return Safe(fmt.Sprintf(format, safe...))

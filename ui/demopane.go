@@ -234,7 +234,7 @@ func (p demoPane) View(width, height int, st styles) string {
 		bottom = append(bottom, st.dim.Render(ev.At.Format("15:04:05")+" ")+ev.Text)
 	}
 	if p.notice != "" {
-		bottom = append(bottom, st.noticeBad.Render(p.notice))
+		bottom = append(bottom, st.noticeBad.Render(present.SafeText(p.notice, 0))) // the error may quote a server
 	}
 	bottom = append(bottom, st.dim.Render(p.keyHint()))
 
