@@ -14,7 +14,7 @@ import (
 
 // The examples run in go test without a Redis server: each starts an in-process miniredis.
 // Lines marked "// setup" do that; the docs show each example without them
-// (TestDocSnippetsAreExamples).
+// (internal/docs).
 
 // Example is the README's snippet: take a lock with a watchdog, do the work while watching
 // Lost(), pass the fencing token to the protected resource.
