@@ -19,7 +19,7 @@ const (
 	// WakeChannelPrefix + a client id is the channel that client's waiters are woken on, with
 	// "<waiter id>\n<key>" (the waiter id is the first field of its QueueEntry). A tool that
 	// deletes a lock on its holder's behalf (the inspector's force-release) wakes the queue's
-	// head there too (LuaLibrary's wakeNext), so it does not wait for its next poll.
+	// head there too (LuaLibrary's wakeLiveHead), so it does not wait for its next poll.
 	WakeChannelPrefix = "lockscope:wake:"
 
 	// RedlockReleasedChannel carries "<key>\n<value>" for every Redlock lock deleted by a
