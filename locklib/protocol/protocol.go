@@ -3,7 +3,7 @@
 // itself (lockscope's scanner, TUI and force-release). Using locklib needs none of it.
 //
 // It owns the value format (Value, ParseValue), the companion keys of a lock key and their
-// hash-tag rule (FenceKey, WaitQueueKey, ...), the wait-queue entries (QueueEntry), the
+// hash-tag rule (FenceKey, WaitQueueKey, ..., and LockKeyOf back), the wait-queue entries (QueueEntry), the
 // channels (EventsChannel, WakeChannelPrefix, RedlockReleasedChannel), the event payload
 // (Event), and the Lua library every lockscope script prepends (LuaLibrary), so that the
 // server-side half of the format is written once too. docs/value-format.md is the reference.
