@@ -21,7 +21,7 @@ var (
 	//go:embed extend.lua
 	extendLua string
 
-	// release.lua wakes locklib's waiters with the protocol's own Lua (wakeNext).
+	// release.lua wakes locklib's waiters with the protocol's own Lua (wakeLiveHead).
 	releaseSource = protocol.LuaLibrary() + holderLua + "\n" + releaseLua
 	extendSource  = holderLua + "\n" + extendLua
 	releaseScript = redis.NewScript(releaseSource)

@@ -4,11 +4,12 @@
 --
 -- A lock deleted here was not let go by its holder, so no release told its waiters. The first
 -- live waiter a locklib client queued (KEYS[2] wait queue, KEYS[3] presence deadlines) is
--- woken the way a release wakes it (the library's wakeNext), and Redlock waiters hear
+-- woken with the wake-up a release publishes (the library's wakeLiveHead, which only reads
+-- the queue: an ACL that may not change it still wakes), and Redlock waiters hear
 -- "<key>\n<value>" on REDLOCK_RELEASED: they take the lock now instead of at their next poll.
--- Both are hints, so they are best effort: a server that refuses them (an ACL without ZRANGE
--- or PUBLISH) still gets the release, and without the queue keys (an ACL that does not cover
--- them, see act.go) only Redlock waiters are told.
+-- Both are hints, so they are best effort: a server that refuses them (an ACL without ZRANGE,
+-- ZSCORE or PUBLISH) still gets the release, and without the queue keys (an ACL that does not
+-- cover them, see act.go) only Redlock waiters are told.
 local status, current = holder(KEYS[1])
 if status == 'match' then
   redis.call('DEL', KEYS[1])
@@ -17,7 +18,7 @@ if status == 'match' then
     redis.call('DEL', KEYS[4])
   end
   if KEYS[3] then
-    pcall(wakeNext, KEYS[1], KEYS[2], KEYS[3])
+    pcall(wakeLiveHead, KEYS[1], KEYS[2], KEYS[3])
   end
   if type(current) == 'string' then
     pcall(redis.call, 'PUBLISH', REDLOCK_RELEASED, KEYS[1] .. '\n' .. current)

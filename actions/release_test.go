@@ -55,11 +55,11 @@ func TestReleaseLeavesTheFenceCounter(t *testing.T) {
 	target, c, _ := standalone(t)
 	ctx := testCtx(t)
 	mustSet(t, c, "lock:f", lockValue, time.Minute)
-	mustSet(t, c, "fence:{lock:f}", "42", 0)
+	mustSet(t, c, protocol.FenceKey("lock:f"), "42", 0)
 	if res, err := New(target, Options{}).Release(ctx, "lock:f", lockValue, ""); err != nil || res.Outcome != Released {
 		t.Fatalf("%q %v", res.Outcome, err)
 	}
-	if v, ok := redistest.Value(t, c, "fence:{lock:f}"); !ok || v != "42" {
+	if v, ok := redistest.Value(t, c, protocol.FenceKey("lock:f")); !ok || v != "42" {
 		t.Fatalf("fence counter changed: %q %v", v, ok)
 	}
 }

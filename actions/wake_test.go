@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -80,12 +81,56 @@ func TestForceReleaseWakesTheQueuedWaiter(t *testing.T) {
 		queued, err = c.ZRange(ctx, protocol.WaitQueueKey("lock:stuck"), 0, -1).Result()
 		return err == nil && len(queued) == 1
 	})
-	// The entry is "<waiter id>|<ttl ms>|<value>", the id "<client id>:<n>": the wake-up
-	// names that waiter and the key, on its client's channel.
-	waiterID, _, _ := strings.Cut(queued[0], "|")
+	// The waiter id is "<client id>:<n>": the wake-up names that waiter and the key, on its
+	// client's channel.
+	waiterID, _, _, ok := protocol.ParseQueueEntry(queued[0])
+	if !ok {
+		t.Fatalf("queue entry %q", queued[0])
+	}
 	clientID, _, _ := strings.Cut(waiterID, ":")
 	forceRelease(t, target, held, ps, protocol.WakeChannelPrefix+clientID,
 		func(p string) bool { return p == waiterID+"\nlock:stuck" }, got)
+}
+
+// An operator whose ACL may read locklib's wait queue but not change it (ZRANGE and ZSCORE,
+// no other sorted-set command) still wakes the first live waiter: the wake-up only reads the
+// queue, passes over waiters whose presence deadline has passed, and leaves them in place.
+func TestForceReleaseWakesWithReadOnlyQueueAccess(t *testing.T) {
+	target, c, s := standalone(t)
+	ctx := testCtx(t)
+	rules := []any{"~*", "&*", "+@all", "-@sortedset", "+zrange", "+zscore"}
+	if err := c.Do(ctx, append([]any{"ACL", "SETUSER", "queuereader", "on", ">pw"}, rules...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	key, queue, presence := "lock:ro", protocol.WaitQueueKey("lock:ro"), protocol.WaitPresenceKey("lock:ro")
+	stale := protocol.QueueEntry("gone:1", time.Minute, lockValue)
+	live := protocol.QueueEntry("live:7", time.Minute, lockValue)
+	now := time.Now()
+	c.ZAdd(ctx, queue, redis.Z{Score: 1, Member: stale}, redis.Z{Score: 2, Member: live})
+	c.ZAdd(ctx, presence, redis.Z{Score: float64(now.Add(-time.Minute).UnixMilli()), Member: stale},
+		redis.Z{Score: float64(now.Add(time.Minute).UnixMilli()), Member: live})
+	mustSet(t, c, key, lockValue, time.Minute)
+	before := [2][]redis.Z{c.ZRangeWithScores(ctx, queue, 0, -1).Val(), c.ZRangeWithScores(ctx, presence, 0, -1).Val()}
+	ps := listen(t, c, protocol.WakeChannelPrefix+"*")
+
+	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "queuereader", "pw" })
+	a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	if res, err := a.Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	msg, err := ps.ReceiveMessage(wakeCtx)
+	if err != nil {
+		t.Fatalf("no wake-up published: %v", err)
+	}
+	if msg.Channel != protocol.WakeChannelPrefix+"live" || msg.Payload != "live:7\n"+key {
+		t.Fatalf("published %q on %s, want the live waiter woken", msg.Payload, msg.Channel)
+	}
+	after := [2][]redis.Z{c.ZRangeWithScores(ctx, queue, 0, -1).Val(), c.ZRangeWithScores(ctx, presence, 0, -1).Val()}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("the queue changed: %v, then %v", before, after)
+	}
 }
 
 func TestForceReleaseWakesRedlockWaiters(t *testing.T) {

@@ -3,7 +3,7 @@ package locklib
 import "time"
 
 // EventType names a lock lifecycle step: the Type of an Observation, and of the events
-// published on the lockscope:events channel (protocol.Event, whose Type is its string).
+// published on protocol.EventsChannel (protocol.Event, whose Type is its string).
 type EventType string
 
 // The lifecycle steps, observed and published.

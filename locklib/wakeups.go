@@ -19,8 +19,8 @@ import (
 // wakes its longest-waiting local waiter (redlockWakeups).
 
 // wakeHub is a Client's one shared pub/sub subscription, multiplexed over every key and
-// waiter. Scripts publish "<waiter id>\n<key>" on lockscope:wake:<client id> for the
-// first waiter in a key's queue; the hub signals that waiter only (or, for a waiter it
+// waiter. Scripts publish "<waiter id>\n<key>" on protocol.WakeChannelPrefix + <client id>
+// for the first waiter in a key's queue; the hub signals that waiter only (or, for a waiter it
 // has not seen attempt yet, every local waiter on the key). It subscribes lazily, the
 // first time a waiter actually has to wait. It also carries grants: locks that a release
 // by this client wrote for one of its own waiters.

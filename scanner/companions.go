@@ -10,9 +10,9 @@ import (
 
 // A census learns which locks have companion keys (protocol.FenceKey, protocol.WaitQueueKey)
 // from its own SCAN instead of asking for each lock's: SCAN walks the whole keyspace anyway,
-// so widening MATCH to also return "fence:{<key>}" and "waitq:{<key>}" costs no lookup, while
-// asking costs one per lock, as much as the lock's own PTTL. Only companions that exist are
-// then read, after the scan. A pattern with '[' or '\' keeps the per-batch reads: the client
+// so widening MATCH to also return them (protocol.LockKeyOf names their lock) costs no
+// lookup, while asking costs one per lock, as much as the lock's own PTTL. Only companions
+// that exist are then read, after the scan. A pattern with '[' or '\' keeps the per-batch reads: the client
 // filters the widened SCAN's answers by the pattern itself, and does so only for '*' and '?'.
 
 // canDiscover reports whether pattern is simple enough to filter on the client exactly.
@@ -35,42 +35,22 @@ func (p *pass) sortOut(keys []string) []string {
 			locks = append(locks, k)
 			continue
 		}
-		if lock, ok := companionOf(k, "fence:"); ok && MatchGlob(p.s.opts.Pattern, lock) {
+		lock, kind, ok := protocol.LockKeyOf(k)
+		if !ok || !MatchGlob(p.s.opts.Pattern, lock) {
+			continue
+		}
+		switch kind {
+		case protocol.Fence:
 			p.mu.Lock()
 			p.fences[lock] = struct{}{}
 			p.mu.Unlock()
-		} else if lock, ok := companionOf(k, "waitq:"); ok && MatchGlob(p.s.opts.Pattern, lock) {
+		case protocol.WaitQueue:
 			p.mu.Lock()
 			p.queues[lock] = struct{}{}
 			p.mu.Unlock()
 		}
 	}
 	return locks
-}
-
-// companionOf inverts locklib's companion naming: the lock key that k is prefix's companion of.
-func companionOf(k, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(k, prefix)
-	if !ok {
-		return "", false
-	}
-	if inner, ok := strings.CutPrefix(rest, "{"); ok && strings.HasSuffix(inner, "}") {
-		lock := inner[:len(inner)-1]
-		if companionKeyOf(prefix, lock) == k {
-			return lock, true
-		}
-	}
-	if companionKeyOf(prefix, rest) == k { // a lock key with its own hash tag
-		return rest, true
-	}
-	return "", false
-}
-
-func companionKeyOf(prefix, lock string) string {
-	if prefix == "fence:" {
-		return protocol.FenceKey(lock)
-	}
-	return protocol.WaitQueueKey(lock)
 }
 
 // joinCompanions reads the companions the SCAN found and fills them into locks. A lock with

@@ -36,10 +36,11 @@ const (
 	readKinds
 )
 
+// deniedWarnings name the companion keys as protocol names those of a lock key "...".
 var deniedWarnings = [readKinds]string{
 	readValue:   "no permission to read lock values (GETRANGE): holders, fencing tokens and waiters unknown; the census shows keys and TTLs only",
-	readFence:   "no permission to read fence keys (GET fence:{...}): fencing tokens unknown",
-	readWaiters: "no permission to read wait queues (ZCARD waitq:{...}): waiter counts unknown",
+	readFence:   "no permission to read fence keys (GET " + protocol.FenceKey("...") + "): fencing tokens unknown",
+	readWaiters: "no permission to read wait queues (ZCARD " + protocol.WaitQueueKey("...") + "): waiter counts unknown",
 }
 
 // denials remembers, for one pass, which reads the server refused with NOPERM, so the rest

@@ -13,26 +13,72 @@ import "strings"
 // A key that already has a hash tag keeps it (the prefix does not move the tag); any other
 // key becomes the tag. docs/value-format.md states the rule for other readers.
 
+// Companion is a kind of companion key; LockKeyOf names it.
+type Companion uint8
+
+// The companion keys, one per function below.
+const (
+	Fence        Companion = iota + 1 // FenceKey
+	WaitQueue                         // WaitQueueKey
+	WaitPresence                      // WaitPresenceKey
+	Levels                            // LevelsKey
+	Ended                             // EndedKey
+)
+
+// companionPrefixes is the naming of each Companion: prefix, then the hash-tagged lock key.
+var companionPrefixes = [...]string{
+	Fence:        "fence:",
+	WaitQueue:    "waitq:",
+	WaitPresence: "waitp:",
+	Levels:       "levels:",
+	Ended:        "ended:",
+}
+
 // FenceKey is the key of the fencing-token counter of lock key.
-func FenceKey(key string) string { return companionKey("fence:", key) }
+func FenceKey(key string) string { return companionKey(Fence, key) }
 
 // WaitQueueKey is the key of the FIFO queue of waiters of lock key (a sorted set).
-func WaitQueueKey(key string) string { return companionKey("waitq:", key) }
+func WaitQueueKey(key string) string { return companionKey(WaitQueue, key) }
 
 // WaitPresenceKey is the key of the presence deadlines of WaitQueueKey's waiters (a sorted
 // set scored by the unix ms after which a waiter that made no new attempt is dropped).
-func WaitPresenceKey(key string) string { return companionKey("waitp:", key) }
+func WaitPresenceKey(key string) string { return companionKey(WaitPresence, key) }
 
 // LevelsKey is the key of the levels of a re-entrant lock key (a set of the operation ids of
 // the Obtains that entered it; its size is the count in the value). It lives and dies with
 // the lock key: a tool that extends or deletes a re-entrant lock does the same to it.
-func LevelsKey(key string) string { return companionKey("levels:", key) }
+func LevelsKey(key string) string { return companionKey(Levels, key) }
 
 // EndedKey is the key of the last operations on lock key that ended (a sorted set of up to
 // 1,024, scored by the unix ms when each ended; it goes 10 s after the last): a copy of a
 // request that go-redis sent again finds its operation there and changes nothing
 // (docs/locklib.md).
-func EndedKey(key string) string { return companionKey("ended:", key) }
+func EndedKey(key string) string { return companionKey(Ended, key) }
+
+// LockKeyOf inverts the companion naming: the lock key that key is the kind companion of, so
+// that a SCAN that returns companion keys tells which locks have them. ok is false for a key
+// that is no companion. The naming is not one-to-one for lock keys that are a whole hash tag:
+// fence:{lock:a} is the fence of both lock:a and {lock:a}; LockKeyOf names lock:a.
+func LockKeyOf(key string) (lockKey string, kind Companion, ok bool) {
+	for kind := Fence; kind <= Ended; kind++ {
+		rest, found := strings.CutPrefix(key, companionPrefixes[kind])
+		if !found {
+			continue
+		}
+		// companionKey's two cases, checked without building the key: a lock key without a
+		// hash tag was wrapped in one; a lock key with one follows the prefix as it is.
+		if inner, wrapped := strings.CutPrefix(rest, "{"); wrapped && strings.HasSuffix(inner, "}") {
+			if lock := inner[:len(inner)-1]; !hasHashTag(lock) {
+				return lock, kind, true
+			}
+		}
+		if hasHashTag(rest) {
+			return rest, kind, true
+		}
+		return "", 0, false
+	}
+	return "", 0, false
+}
 
 // CompanionsInSlot reports whether key's companion keys hash to key's Redis Cluster slot, so
 // that one script may touch them all: always, unless key has no hash tag and contains '}',
@@ -41,11 +87,11 @@ func CompanionsInSlot(key string) bool {
 	return hasHashTag(key) || !strings.Contains(key, "}")
 }
 
-func companionKey(prefix, key string) string {
+func companionKey(kind Companion, key string) string {
 	if hasHashTag(key) {
-		return prefix + key
+		return companionPrefixes[kind] + key
 	}
-	return prefix + "{" + key + "}"
+	return companionPrefixes[kind] + "{" + key + "}"
 }
 
 // hasHashTag applies Redis Cluster's rule: a '{' followed later by a '}' with at least one

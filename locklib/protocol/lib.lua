@@ -154,14 +154,21 @@ local function wake(entry, key)
   end
 end
 
--- wakeNext wakes the first live waiter of key, for a script that deleted the lock without
--- handing it over (the inspector's force-release): waiters whose presence deadline passed
--- are dropped on the way, as every release does.
-local function wakeNext(key, queue, presence)
-  prune(queue, presence, nowMs())
-  local head = liveHead(queue, presence)
-  if head then
-    wake(head, key)
+-- wakeLiveHead wakes the first live waiter of key for a script that deleted the lock on its
+-- holder's behalf (the inspector's force-release). It only reads the queue, as a release
+-- by an operator whose ACL may not change locklib's queues must still wake: it looks at the
+-- first WAKE_SCAN entries, and a waiter is live while its presence deadline has not passed
+-- (deadline >= now). Stale entries stay for locklib's next acquire or release to prune.
+local WAKE_SCAN = 16
+
+local function wakeLiveHead(key, queue, presence)
+  local now = nowMs()
+  for _, entry in ipairs(redis.call('ZRANGE', queue, 0, WAKE_SCAN - 1)) do
+    local deadline = redis.call('ZSCORE', presence, entry)
+    if deadline and tonumber(deadline) >= now then
+      wake(entry, key)
+      return
+    end
   end
 end
 

@@ -3,7 +3,7 @@
 // itself (lockscope's scanner, TUI and force-release). Using locklib needs none of it.
 //
 // It owns the value format (Value, ParseValue), the companion keys of a lock key and their
-// hash-tag rule (FenceKey, WaitQueueKey, ...), the wait-queue entries (QueueEntry), the
+// hash-tag rule (FenceKey, WaitQueueKey, ..., and LockKeyOf back), the wait-queue entries (QueueEntry), the
 // channels (EventsChannel, WakeChannelPrefix, RedlockReleasedChannel), the event payload
 // (Event), and the Lua library every lockscope script prepends (LuaLibrary), so that the
 // server-side half of the format is written once too. docs/value-format.md is the reference.
@@ -19,7 +19,7 @@ const (
 	// WakeChannelPrefix + a client id is the channel that client's waiters are woken on, with
 	// "<waiter id>\n<key>" (the waiter id is the first field of its QueueEntry). A tool that
 	// deletes a lock on its holder's behalf (the inspector's force-release) wakes the queue's
-	// head there too (LuaLibrary's wakeNext), so it does not wait for its next poll.
+	// head there too (LuaLibrary's wakeLiveHead), so it does not wait for its next poll.
 	WakeChannelPrefix = "lockscope:wake:"
 
 	// RedlockReleasedChannel carries "<key>\n<value>" for every Redlock lock deleted by a

@@ -57,14 +57,52 @@ func TestNewValueIsUnique(t *testing.T) {
 	}
 }
 
+// TestParseValueAllocatesNothing: the census decodes every value it reads with ParseValue,
+// lockscope's or not; without a %XX escape that costs no garbage.
+func TestParseValueAllocatesNothing(t *testing.T) {
+	for _, s := range []string{
+		"worker-3:-:1764400000123:00000000000000ff",
+		"host:6379:req-1:1764400000123:00000000000000ff:4",
+		"6ba7b810-9dad-11d1-80b4-00c04fd430c8", // rejected: not locklib's
+		"n:t:notanumber:0123456789abcdef",
+		"n:t:1:0123456789abcdef:01",
+	} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = ParseValue(s) }); n != 0 {
+			t.Errorf("ParseValue(%q): %v allocations", s, n)
+		}
+	}
+}
+
+// FuzzParseValue: ParseValue decodes untrusted bytes (any key the census reads). Whatever it
+// accepts is well-formed and survives a round trip; whatever it rejects is ErrBadValue.
 func FuzzParseValue(f *testing.F) {
-	f.Add("api-7:-:1764489600123:0123456789abcdef")
-	f.Add("api-7:t%3A1:1764489600123:0123456789abcdef:4")
-	f.Add("::::::")
+	for _, seed := range []string{
+		"api-7:-:1764489600123:0123456789abcdef",
+		"api-7:t%3A1:1764489600123:0123456789abcdef:4",
+		"::::::",
+		"worker-3:req-9:1764400000123:00000000000000ff:2",
+		"fe80::1:6379:-:1764400000123:0123456789abcdef",
+		"n:-:1764400000123:0123456789abcdef:01",
+		"n:t:+17:0123456789abcdef",
+		"n%3Ax:t%25:17:0123456789abcdef:3",
+		":::0123456789abcdef",
+		"0123456789abcdef:0123456789abcdef:1:0123456789abcdef:1",
+	} {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := ParseValue(s)
 		if err != nil {
+			if !errors.Is(err, ErrBadValue) {
+				t.Fatalf("%q: error %v is not ErrBadValue", s, err)
+			}
 			return
+		}
+		if !isRand(v.Rand) || v.Count < 0 || v.AcquiredAt.UnixMilli() < 0 {
+			t.Fatalf("%q accepted as %+v", s, v)
+		}
+		if !strings.Contains(s, "%") && (!strings.HasPrefix(s, v.Node+":") || !strings.Contains(s, v.Rand)) {
+			t.Fatalf("%q: node %q, rand %q are not its fields", s, v.Node, v.Rand)
 		}
 		// Whatever decodes must re-encode to something that decodes to the same value.
 		again, err := ParseValue(v.String())
