@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 var resultFields = map[string]string{
@@ -58,7 +59,7 @@ func TestCLIReleaseExitCodes(t *testing.T) {
 	if _, ok := redistest.Value(t, c, "lock:old"); ok {
 		t.Fatal("lock still there")
 	}
-	if v, _ := redistest.Value(t, c, "fence:{lock:old}"); v != "42" {
+	if v, _ := redistest.Value(t, c, protocol.FenceKey("lock:old")); v != "42" {
 		t.Fatal("the fence counter was touched")
 	}
 

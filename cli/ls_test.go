@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -96,7 +97,7 @@ func seedLocks(t *testing.T, c *redis.Client) {
 		}
 	}
 	must(c.Set(ctx, "lock:old", oldLock, time.Hour).Err())
-	must(c.Set(ctx, "fence:{lock:old}", "42", 0).Err())
+	must(c.Set(ctx, protocol.FenceKey("lock:old"), "42", 0).Err())
 	must(c.Set(ctx, "lock:forever", fresh, 0).Err())
 	must(c.HSet(ctx, "lock:redisson", redisson, "2").Err())
 	must(c.PExpire(ctx, "lock:redisson", 10*time.Minute).Err())
