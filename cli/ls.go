@@ -194,6 +194,6 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter t
 	if len(locks) < total {
 		summary = fmt.Sprintf("%d of %d locks shown", len(locks), total)
 	}
-	err := printf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, stuckAfter)
+	err := printf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, present.Duration(stuckAfter))
 	return err
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
-	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
@@ -129,18 +128,16 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 			return "", withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type))
 		}
 	}
-	printf(stderr, "%s is held by %s\n", key, holderText(h.Value))
-	if len(h.Instances) > 1 {
-		for _, in := range h.Instances {
-			printf(stderr, "  %s\n", heldText(in, t))
-		}
+	printf(stderr, "%s is held by %s\n", key, present.Holder(h.Value, nil, time.Now()))
+	for _, in := range h.Instances {
+		printf(stderr, "  %s\n", heldText(in, t))
 	}
 	if opts.Yes {
 		return h.Value, nil
 	}
 	question := present.Sprintf("Release %s? [y/N] ", key)
 	if opts.Action == actions.ActionExtend {
-		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, opts.TTL)
+		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, present.Duration(opts.TTL))
 	}
 	ok, err := confirm(opts.IO.In, stderr, question)
 	if err != nil {
@@ -170,17 +167,6 @@ func confirm(in io.Reader, out io.Writer, question present.Safe) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
-// holderText describes a value: decoded when it is locklib's format, else the value itself.
-func holderText(value string) present.Safe {
-	shown := present.Cut{Text: value, Max: 200}
-	v, err := protocol.ParseValue(value)
-	if err != nil {
-		return present.Sprintf("value %q", shown)
-	}
-	return present.Sprintf("%s (trace %s, acquired %s, %s ago; value %q)", v.Node, present.OrUnknown(v.Trace),
-		v.AcquiredAt.UTC().Format(time.RFC3339), present.Duration(time.Since(v.AcquiredAt)), shown)
-}
-
 func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	switch {
 	case in.Err != nil:
@@ -202,9 +188,9 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
 	case actions.Released:
 		line = present.Sprintf("released %s (value %q)", key, seen)
 	case actions.Extended:
-		line = present.Sprintf("extended %s: ttl %s (value %q)", key, res.TTL, seen)
+		line = present.Sprintf("extended %s: ttl %s (value %q)", key, present.Duration(res.TTL), seen)
 	case actions.ChangedHands:
-		line = present.Sprintf("not done: %s changed hands, now held by %s", key, holderText(res.Current))
+		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, time.Now()))
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
 	case actions.NotALock:

@@ -22,8 +22,13 @@ func (a *auditView) scroll(n, height int) {
 	a.offset = min(max(a.offset+n, 0), max(len(a.records)-height, 0))
 }
 
-// view renders the audit list in width x height.
-func (a auditView) view(width, height int, st styles) string {
+// auditWidths are the widths of the audit columns (present.AuditColumns) but the last, which
+// takes the rest of the line; a narrow screen cuts the trailing columns.
+var auditWidths = []int{24, 16, 13, 24, 20, 24}
+
+// view renders the audit list in width x height; redact removes the target's passwords from
+// the errors recorded.
+func (a auditView) view(width, height int, redact func(string) string, st styles) string {
 	lines := []string{st.paneTitle.Render("Audit trail") + st.dim.Render("  newest first · a/esc close · r reload")}
 	switch {
 	case a.loading:
@@ -36,27 +41,37 @@ func (a auditView) view(width, height int, st styles) string {
 		if a.err != "" {
 			lines = append(lines, st.warning.Render("partial: "+present.SafeText(a.err, 0)))
 		}
-		lines = append(lines, st.header.Render(cell("TIME", 19)+" "+cell("OPERATOR", 16)+" "+cell("ACTION", 7)+" "+
-			cell("RESULT", 13)+" "+cell("KEY", 24)+" REASON"))
+		lines = append(lines, st.header.Render(strings.Join(auditCells(present.AuditColumns), " ")))
 		body := max(height-len(lines), 0)
 		end := min(a.offset+body, len(a.records))
 		for _, r := range a.records[a.offset:end] {
-			result := cell(string(r.Result), 13)
+			result := st.warning
 			switch r.Result {
 			case actions.Released, actions.Extended:
-				result = st.connOK.Render(result)
+				result = st.connOK
 			case actions.Failed:
-				result = st.noticeBad.Render(result)
-			default:
-				result = st.warning.Render(result)
+				result = st.noticeBad
 			}
-			reason := r.Reason
-			if r.Error != "" {
-				reason += " error: " + r.Error
-			}
-			lines = append(lines, r.Time.Local().Format("2006-01-02 15:04:05")+" "+cell(r.Operator, 16)+" "+
-				cell(string(r.Action), 7)+" "+result+" "+cell(r.Key, 24)+" "+present.SafeText(reason, 0))
+			cells := auditCells(present.AuditRow(r, redact))
+			cells[auditResult] = result.Render(cells[auditResult])
+			lines = append(lines, strings.Join(cells, " "))
 		}
 	}
 	return fitBlock(strings.Join(lines, "\n"), width, height)
+}
+
+// auditResult is the index of the RESULT column, styled by the outcome.
+const auditResult = 4
+
+// auditCells lays cells out under auditWidths, each escaped (by cell).
+func auditCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		if i < len(auditWidths) {
+			out[i] = cell(c, auditWidths[i])
+		} else {
+			out[i] = present.SafeText(c, 0)
+		}
+	}
+	return out
 }

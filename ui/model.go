@@ -112,7 +112,7 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		m.keys.Audit.SetEnabled(false)
 	}
 	if o.Demo != nil {
-		p := newDemoPane(o.Demo)
+		p := newDemoPane(o.Demo, o.Target.Redact)
 		m.demo = &p
 	}
 	m.setStyles()
@@ -233,10 +233,10 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.warn(u.Warning)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
-		m.status.connErr = errText(u.Err, u.Addr)
+		m.status.connErr = m.redact(errText(u.Err, u.Addr))
 	case scanner.UpdateError:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
-		m.status.connErr = "scan failed: " + errText(u.Err, u.Addr)
+		m.status.connErr = "scan failed: " + m.redact(errText(u.Err, u.Addr))
 	}
 	return nil
 }
@@ -244,10 +244,15 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 // warn counts a scanner warning in the status bar and logs it once in the event log, where
 // the operator can read it.
 func (m *Model) warn(w string) {
+	w = m.redact(w)
 	if m.status.warn(w) {
-		m.events.add(logEntry{at: m.clock(), kind: "warning", text: w})
+		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
 }
+
+// redact removes the target's passwords from s: every error or warning the console shows may
+// quote a connection's settings.
+func (m *Model) redact(s string) string { return m.status.target.Redact(s) }
 
 func errText(err error, addr string) string {
 	s := "unknown error"
