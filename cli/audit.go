@@ -55,7 +55,7 @@ func runAudit(ctx context.Context, opts *auditOptions) error {
 	if opts.JSON {
 		err = writeAuditJSON(opts.IO.Out, records, t)
 	} else {
-		err = writeAuditTable(opts.IO.Out, records, t)
+		err = writeAuditTable(opts.IO.Out, records, t.Redact)
 	}
 	if err != nil {
 		return err
@@ -113,13 +113,15 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 	return nil
 }
 
-func writeAuditTable(w io.Writer, records []actions.AuditRecord, t connect.Target) error {
+// writeAuditTable is the audit table; redact removes the target's passwords from the errors
+// recorded (connect.Target.Redact).
+func writeAuditTable(w io.Writer, records []actions.AuditRecord, redact func(string) string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	printf(tw, "%s\n", strings.Join(present.AuditColumns, "\t"))
+	printf(tw, "%s\n", present.Safe(strings.Join(present.AuditColumns, "\t"))) // our titles: Safe, or the tabs would be escaped
 	// The widest a cell of each column gets; every cell is read from Redis, escaped by printf.
 	widths := []int{0, 32, 0, keyWidth, 0, 40, 60}
 	for _, r := range records {
-		cells := present.AuditRow(r, t.Redact)
+		cells := present.AuditRow(r, redact)
 		line := make([]string, len(cells))
 		for i, c := range cells {
 			line[i] = string(present.Sprintf("%s", present.Cut{Text: c, Max: widths[i]}))

@@ -103,7 +103,7 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	if opts.JSON {
 		err = writeResultJSON(opts.IO.Out, res, t)
 	} else {
-		err = writeResult(opts.IO.Out, res, t)
+		err = writeResult(opts.IO.Out, res, t, time.Now())
 	}
 	if err != nil {
 		return err
@@ -181,7 +181,8 @@ func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	return present.Sprintf("%s: %q, %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
 }
 
-func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
+// writeResult prints what an action did; now is the time the holder's age is measured at.
+func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Time) error {
 	key, seen := res.Key, present.Cut{Text: res.Seen, Max: 200}
 	var line present.Safe
 	switch res.Outcome {
@@ -190,7 +191,7 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
 	case actions.Extended:
 		line = present.Sprintf("extended %s: ttl %s (value %q)", key, present.Duration(res.TTL), seen)
 	case actions.ChangedHands:
-		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, time.Now()))
+		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, now))
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
 	case actions.NotALock:
@@ -202,6 +203,9 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
 		return err
 	}
 	if len(res.Instances) < 2 {
+		if res.Outcome == actions.ChangedHands { // the exact value, for a new --expect
+			return printf(w, "  value now %q\n", present.Cut{Text: res.Current, Max: 200})
+		}
 		return nil
 	}
 	for _, in := range res.Instances {
