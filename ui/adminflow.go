@@ -72,7 +72,8 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	m.pending = max(m.pending-1, 0)
 	text, bad := resultText(msg, m.clock(), m.redact)
 	if msg.result.AuditErr != nil {
-		text += " — WARNING: audit record not written: " + m.redact(msg.result.AuditErr.Error())
+		// First: the holder makes the result long, and a cut line must not hide the warning.
+		text = "WARNING: audit record not written: " + m.redact(msg.result.AuditErr.Error()) + " — " + text
 		bad = true
 	}
 	m.setNotice(text, bad)

@@ -3,6 +3,8 @@ package ui
 import (
 	"strings"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/present"
 )
@@ -22,9 +24,9 @@ func (a *auditView) scroll(n, height int) {
 	a.offset = min(max(a.offset+n, 0), max(len(a.records)-height, 0))
 }
 
-// auditWidths are the widths of the audit columns (present.AuditColumns) but the last, which
+// auditWidths are the widest the audit columns (present.AuditColumns) get but the last, which
 // takes the rest of the line; a narrow screen cuts the trailing columns.
-var auditWidths = []int{24, 16, 13, 24, 20, 24}
+var auditWidths = []int{24, 16, 16, 32, 72, 24}
 
 // view renders the audit list in width x height; redact removes the target's passwords from
 // the errors recorded.
@@ -41,10 +43,15 @@ func (a auditView) view(width, height int, redact func(string) string, st styles
 		if a.err != "" {
 			lines = append(lines, st.warning.Render("partial: "+present.SafeText(a.err, 0)))
 		}
-		lines = append(lines, st.header.Render(strings.Join(auditCells(present.AuditColumns), " ")))
-		body := max(height-len(lines), 0)
+		body := max(height-len(lines)-1, 0)
 		end := min(a.offset+body, len(a.records))
+		rows := [][]string{present.AuditColumns}
 		for _, r := range a.records[a.offset:end] {
+			rows = append(rows, present.AuditRow(r, redact))
+		}
+		widths := auditColumnWidths(rows)
+		lines = append(lines, st.header.Render(strings.Join(auditCells(rows[0], widths), " ")))
+		for i, r := range a.records[a.offset:end] {
 			result := st.warning
 			switch r.Result {
 			case actions.Released, actions.Extended:
@@ -52,7 +59,7 @@ func (a auditView) view(width, height int, redact func(string) string, st styles
 			case actions.Failed:
 				result = st.noticeBad
 			}
-			cells := auditCells(present.AuditRow(r, redact))
+			cells := auditCells(rows[i+1], widths)
 			cells[auditResult] = result.Render(cells[auditResult])
 			lines = append(lines, strings.Join(cells, " "))
 		}
@@ -63,12 +70,24 @@ func (a auditView) view(width, height int, redact func(string) string, st styles
 // auditResult is the index of the RESULT column, styled by the outcome.
 const auditResult = 4
 
-// auditCells lays cells out under auditWidths, each escaped (by cell).
-func auditCells(cells []string) []string {
+// auditColumnWidths are the widths of the rows' columns shown: their widest cell, at most
+// auditWidths.
+func auditColumnWidths(rows [][]string) []int {
+	widths := make([]int, len(auditWidths))
+	for _, row := range rows {
+		for i := range widths {
+			widths[i] = min(max(widths[i], lipgloss.Width(present.SafeText(row[i], 0))), auditWidths[i])
+		}
+	}
+	return widths
+}
+
+// auditCells lays cells out in widths, each escaped (by cell); the last takes the rest.
+func auditCells(cells []string, widths []int) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		if i < len(auditWidths) {
-			out[i] = cell(c, auditWidths[i])
+		if i < len(widths) {
+			out[i] = cell(c, widths[i])
 		} else {
 			out[i] = present.SafeText(c, 0)
 		}

@@ -37,8 +37,11 @@ type Model struct {
 	clock func() time.Time
 	now   time.Time // the time the screen shows, advanced by ticks
 
-	admin      *actions.Admin
-	readOnly   bool
+	admin    *actions.Admin
+	readOnly bool
+	// redact removes the target's passwords (connect.Target.Redact) from every error and
+	// warning the console shows: they may quote a connection's settings.
+	redact     func(string) string
 	stuckAfter time.Duration
 
 	profile colorprofile.Profile
@@ -106,6 +109,7 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		syncLimit:  syncViewLimit,
 		waiters:    map[string]int{},
 		status:     statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
+		redact:     o.Target.Redact,
 		events:     eventLog{open: true},
 	}
 	if o.Admin == nil {
@@ -249,10 +253,6 @@ func (m *Model) warn(w string) {
 		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
 }
-
-// redact removes the target's passwords from s: every error or warning the console shows may
-// quote a connection's settings.
-func (m *Model) redact(s string) string { return m.status.target.Redact(s) }
 
 func errText(err error, addr string) string {
 	s := "unknown error"
