@@ -174,11 +174,11 @@ func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	case !in.Exists:
 		return present.Sprintf("%s: no key", in.Addr)
 	}
-	ttl := "no expiry"
+	ttl := present.Never
 	if in.PTTL >= 0 {
-		ttl = "ttl " + present.Duration(in.PTTL)
+		ttl = present.Duration(in.PTTL)
 	}
-	return present.Sprintf("%s: %q, %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
+	return present.Sprintf("%s: %q, ttl %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
 }
 
 // writeResult prints what an action did; now is the time the holder's age is measured at.

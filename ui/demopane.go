@@ -199,7 +199,7 @@ var demoColumns = []demoColumn{
 	{"RESOURCE", 20, false, func(w demo.WorkerSnapshot) string { return w.Resource }},
 	{"TOKEN", 17, true, func(w demo.WorkerSnapshot) string {
 		if w.Token == 0 {
-			return "-"
+			return present.Unknown
 		}
 		return strconv.FormatInt(w.Token, 10)
 	}},

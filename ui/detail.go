@@ -128,7 +128,7 @@ func instanceLine(l *scanner.Lock, in scanner.Instance, st styles) string {
 // wrapCells cuts s into lines of width cells, at most maxLines (the last one marked when cut).
 func wrapCells(s string, width, maxLines int) []string {
 	if s == "" {
-		return []string{"-"}
+		return []string{present.Unknown}
 	}
 	wrapped := strings.Split(ansi.Hardwrap(s, width, true), "\n")
 	if len(wrapped) > maxLines {
