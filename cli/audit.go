@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -54,7 +55,7 @@ func runAudit(ctx context.Context, opts *auditOptions) error {
 	if opts.JSON {
 		err = writeAuditJSON(opts.IO.Out, records, t)
 	} else {
-		err = writeAuditTable(opts.IO.Out, records, t)
+		err = writeAuditTable(opts.IO.Out, records, t.Redact)
 	}
 	if err != nil {
 		return err
@@ -112,21 +113,20 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 	return nil
 }
 
-func writeAuditTable(w io.Writer, records []actions.AuditRecord, t connect.Target) error {
+// writeAuditTable is the audit table; redact removes the target's passwords from the errors
+// recorded (connect.Target.Redact).
+func writeAuditTable(w io.Writer, records []actions.AuditRecord, redact func(string) string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	printf(tw, "TIME\tOPERATOR\tACTION\tKEY\tRESULT\tREASON\tSEEN\n")
+	printf(tw, "%s\n", present.Safe(strings.Join(present.AuditColumns, "\t"))) // our titles: Safe, or the tabs would be escaped
+	// The widest a cell of each column gets; every cell is read from Redis, escaped by printf.
+	widths := []int{0, 32, 0, keyWidth, 0, 40, 60}
 	for _, r := range records {
-		action := string(r.Action)
-		if r.Action == actions.ActionExtend {
-			action += " " + r.TTL.String()
+		cells := present.AuditRow(r, redact)
+		line := make([]string, len(cells))
+		for i, c := range cells {
+			line[i] = string(present.Sprintf("%s", present.Cut{Text: c, Max: widths[i]}))
 		}
-		result := present.Sprintf("%s", r.Result) // read from Redis, like the rest of the record
-		if r.Error != "" {
-			result = present.Sprintf("%s: %s", r.Result, present.Cut{Text: t.Redact(r.Error), Max: 60})
-		}
-		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339),
-			present.Cut{Text: r.Operator, Max: 32}, action, present.Cut{Text: r.Key, Max: keyWidth}, result,
-			present.Cut{Text: present.OrUnknown(r.Reason), Max: 40}, present.Cut{Text: r.Seen, Max: 60})
+		printf(tw, "%s\n", present.Safe(strings.Join(line, "\t")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

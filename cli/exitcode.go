@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes (0, 3, 4 and 5 are fixed by the issue).
+// Exit codes: a contract with scripts (docs/cli.md); never renumber one.
 const (
 	exitOK          = 0
 	exitOther       = 1

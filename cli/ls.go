@@ -167,12 +167,15 @@ const (
 	traceWidth  = 20
 )
 
+// lsColumns are the ls table's titles.
+var lsColumns = []string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
+	present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}
+
 // writeLocksTable is the ls table. A lock is shown as it was when read (now = FetchedAt):
 // the census is a snapshot.
 func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	printf(tw, "%s\n", strings.Join([]string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
-		present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}, "\t"))
+	printf(tw, "%s\n", present.Safe(strings.Join(lsColumns, "\t"))) // our titles: Safe, or the tabs would be escaped
 	noExpiry, stuck := 0, 0
 	for _, l := range locks {
 		if l.NoExpiry {
@@ -194,6 +197,6 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter t
 	if len(locks) < total {
 		summary = fmt.Sprintf("%d of %d locks shown", len(locks), total)
 	}
-	err := printf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, stuckAfter)
+	err := printf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, present.Duration(stuckAfter))
 	return err
 }

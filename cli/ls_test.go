@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -237,13 +238,13 @@ func TestCLIShow(t *testing.T) {
 
 	r = runCLI(t, cliOpts{}, "show", "lock:redisson", "--redis", url)
 	expectExit(t, r, exitOK)
-	for _, want := range []string{"redisson", "owners " + redisson + " x2", "hash"} {
+	for _, want := range []string{"redisson", "owners " + redisson + " ×2", "hash"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("show lock:redisson lacks %q:\n%s", want, r.stdout)
 		}
 	}
 	r = runCLI(t, cliOpts{}, "show", "lock:forever", "--redis", url)
-	if !strings.Contains(r.stdout, "NO EXPIRY") {
+	if !strings.Contains(r.stdout, present.NeverExpires) {
 		t.Errorf("show of a lock without expiry does not say so:\n%s", r.stdout)
 	}
 

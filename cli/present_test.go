@@ -28,6 +28,9 @@ func TestLsTableAgreesWithTUI(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if got := strings.Fields(lines[0]); !slices.Equal(got, lsColumns) {
+			t.Errorf("columns %v, want %v", got, lsColumns)
+		}
 		var keys []string
 		for _, line := range lines[1 : len(lines)-1] { // header and summary out
 			f := strings.Fields(line)
@@ -44,6 +47,65 @@ func TestLsTableAgreesWithTUI(t *testing.T) {
 			t.Errorf("--sort %s: %v, want %v", sort, keys, order)
 		}
 	}
+}
+
+// TestDetailsAgreeWithTUI renders the shared fixture in `show`, `release`'s results and the
+// audit table: the same timestamps, no-expiry long form, owners, holders and durations as ui's
+// TestDetailsAgreeWithCLI finds in the detail pane, the dialog, the notices and the audit view.
+func TestDetailsAgreeWithTUI(t *testing.T) {
+	for _, l := range presenttest.Locks() {
+		want := presenttest.Details[l.Key]
+		var out bytes.Buffer
+		if err := writeShow(&out, l, presenttest.StuckAfter); err != nil {
+			t.Fatal(err)
+		}
+		fields := showFields(out.String())
+		if !strings.HasPrefix(fields["acquired"], want.Acquired) || !strings.HasPrefix(fields["ttl"], want.TTL) {
+			t.Errorf("%s: acquired %q ttl %q, want %+v", l.Key, fields["acquired"], fields["ttl"], want)
+		}
+		if want.Owners != "" && fields["decoded"] != "owners "+want.Owners {
+			t.Errorf("%s: decoded %q, want owners %q", l.Key, fields["decoded"], want.Owners)
+		}
+	}
+
+	var out bytes.Buffer
+	changed := actions.Result{Action: actions.ActionRelease, Key: "lock:a", Outcome: actions.ChangedHands, Current: presenttest.ChangedHands}
+	extended := actions.Result{Action: actions.ActionExtend, Key: "lock:a", Outcome: actions.Extended, TTL: presenttest.Extend}
+	for _, res := range []actions.Result{changed, extended} {
+		if err := writeResult(&out, res, connect.Target{}, presenttest.Now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"now held by " + presenttest.ChangedHandsHolder + "\n", "ttl " + presenttest.ExtendText + " "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("release/extend output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := writeAuditTable(&out, []actions.AuditRecord{presenttest.Audit}, presenttest.Redact); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if got := strings.Fields(lines[0]); !slices.Equal(got, present.AuditColumns) {
+		t.Errorf("audit columns %v, want %v", got, present.AuditColumns)
+	}
+	for _, cell := range presenttest.AuditCells {
+		if !strings.Contains(lines[1], cell) {
+			t.Errorf("audit row lacks %q: %s", cell, lines[1])
+		}
+	}
+}
+
+// showFields are show's rows by name.
+func showFields(out string) map[string]string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if name, value, ok := strings.Cut(line, " "); ok && name != "" {
+			fields[name] = strings.TrimSpace(value)
+		}
+	}
+	return fields
 }
 
 // hostile is text from Redis that would clear the screen, retitle the terminal, forge a line
@@ -86,7 +148,7 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 		Instances: []actions.InstanceResult{{Addr: "a", Outcome: actions.ChangedHands, Current: hostile}, {Addr: "b", Outcome: actions.NotALock, Current: hostile}}}
 	for _, o := range []actions.Outcome{actions.Released, actions.Extended, actions.ChangedHands, actions.NotALock, actions.AlreadyGone} {
 		res.Outcome = o
-		if err := writeResult(&result, res, connect.Target{}); err != nil {
+		if err := writeResult(&result, res, connect.Target{}, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := resultExit(res); err != nil { // printed by run, as printf renders it
@@ -100,8 +162,8 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 	mustBeInert(t, "release", result.String())
 	mustBeInert(t, "held", string(heldText(actions.HeldValue{Addr: "a", Exists: true, Value: hostile, PTTL: time.Second}, connect.Target{}))+
 		string(heldText(actions.HeldValue{Addr: "a", Err: errors.New(hostile)}, connect.Target{})))
-	if got := string(holderText(`x"` + "\x1b")); got != `value "x\"\\x1b"` {
-		t.Errorf("holder of a plain value: %s (the value is escaped, then quoted)", got)
+	if got := string(present.Sprintf("%s", present.Holder(`x`+"\x1b", nil, now))); got != `value "x\x1b"` {
+		t.Errorf("holder of a plain value: %s (the value is quoted, and escaped where printed)", got)
 	}
 
 	rec := actions.AuditRecord{Time: now, Operator: hostile, Action: actions.ActionRelease, Key: hostile, Seen: hostile,
@@ -109,7 +171,7 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 	// Every field of a record is read from Redis, the action and result too.
 	forged := actions.AuditRecord{Time: now, Operator: "o", Action: actions.Action(hostile), Key: "k", Seen: "v",
 		Result: actions.Outcome(hostile), Reason: "r"}
-	if err := writeAuditTable(&audit, []actions.AuditRecord{rec, forged}, connect.Target{}); err != nil {
+	if err := writeAuditTable(&audit, []actions.AuditRecord{rec, forged}, connect.Target{}.Redact); err != nil {
 		t.Fatal(err)
 	}
 	mustBeInert(t, "audit", audit.String())

@@ -14,7 +14,6 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
-	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/spf13/cobra"
 )
@@ -104,7 +103,7 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	if opts.JSON {
 		err = writeResultJSON(opts.IO.Out, res, t)
 	} else {
-		err = writeResult(opts.IO.Out, res, t)
+		err = writeResult(opts.IO.Out, res, t, time.Now())
 	}
 	if err != nil {
 		return err
@@ -129,18 +128,16 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 			return "", withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type))
 		}
 	}
-	printf(stderr, "%s is held by %s\n", key, holderText(h.Value))
-	if len(h.Instances) > 1 {
-		for _, in := range h.Instances {
-			printf(stderr, "  %s\n", heldText(in, t))
-		}
+	printf(stderr, "%s is held by %s\n", key, present.Holder(h.Value, nil, time.Now()))
+	for _, in := range h.Instances {
+		printf(stderr, "  %s\n", heldText(in, t))
 	}
 	if opts.Yes {
 		return h.Value, nil
 	}
 	question := present.Sprintf("Release %s? [y/N] ", key)
 	if opts.Action == actions.ActionExtend {
-		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, opts.TTL)
+		question = present.Sprintf("Set the TTL of %s to %s? [y/N] ", key, present.Duration(opts.TTL))
 	}
 	ok, err := confirm(opts.IO.In, stderr, question)
 	if err != nil {
@@ -170,17 +167,6 @@ func confirm(in io.Reader, out io.Writer, question present.Safe) (bool, error) {
 	return answer == "y" || answer == "yes", nil
 }
 
-// holderText describes a value: decoded when it is locklib's format, else the value itself.
-func holderText(value string) present.Safe {
-	shown := present.Cut{Text: value, Max: 200}
-	v, err := protocol.ParseValue(value)
-	if err != nil {
-		return present.Sprintf("value %q", shown)
-	}
-	return present.Sprintf("%s (trace %s, acquired %s, %s ago; value %q)", v.Node, present.OrUnknown(v.Trace),
-		v.AcquiredAt.UTC().Format(time.RFC3339), present.Duration(time.Since(v.AcquiredAt)), shown)
-}
-
 func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	switch {
 	case in.Err != nil:
@@ -188,23 +174,24 @@ func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	case !in.Exists:
 		return present.Sprintf("%s: no key", in.Addr)
 	}
-	ttl := "no expiry"
+	ttl := present.Never
 	if in.PTTL >= 0 {
-		ttl = "ttl " + present.Duration(in.PTTL)
+		ttl = present.Duration(in.PTTL)
 	}
-	return present.Sprintf("%s: %q, %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
+	return present.Sprintf("%s: %q, ttl %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
 }
 
-func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
+// writeResult prints what an action did; now is the time the holder's age is measured at.
+func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Time) error {
 	key, seen := res.Key, present.Cut{Text: res.Seen, Max: 200}
 	var line present.Safe
 	switch res.Outcome {
 	case actions.Released:
 		line = present.Sprintf("released %s (value %q)", key, seen)
 	case actions.Extended:
-		line = present.Sprintf("extended %s: ttl %s (value %q)", key, res.TTL, seen)
+		line = present.Sprintf("extended %s: ttl %s (value %q)", key, present.Duration(res.TTL), seen)
 	case actions.ChangedHands:
-		line = present.Sprintf("not done: %s changed hands, now held by %s", key, holderText(res.Current))
+		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, now))
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
 	case actions.NotALock:
@@ -216,6 +203,9 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target) error {
 		return err
 	}
 	if len(res.Instances) < 2 {
+		if res.Outcome == actions.ChangedHands { // the exact value, for a new --expect
+			return printf(w, "  value now %q\n", present.Cut{Text: res.Current, Max: 200})
+		}
 		return nil
 	}
 	for _, in := range res.Instances {

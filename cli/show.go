@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -112,7 +111,7 @@ func decodedValue(l *scanner.Lock) map[string]any {
 		}
 		return map[string]any{"owners": owners}
 	case scanner.FormatBSM:
-		return map[string]any{"token": present.SafeText(bsmToken(l), 0), "meta": present.SafeText(l.Meta(), 0)}
+		return map[string]any{"token": present.SafeText(l.Token(), 0), "meta": present.SafeText(l.Meta(), 0)}
 	}
 	return nil
 }
@@ -128,29 +127,25 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	row("holder", present.OrUnknown(l.Node))
 	row("trace", present.OrUnknown(l.Trace))
 	if l.AcquiredAt.IsZero() {
-		row("acquired", "unknown")
+		row("acquired", present.Unknown)
 	} else {
 		note := ""
 		if present.Stuck(l, l.FetchedAt, stuckAfter) {
-			note = fmt.Sprintf("  %s (held > %s)", present.FlagStuck.Label(), stuckAfter)
+			note = fmt.Sprintf("  %s (held > %s)", present.FlagStuck.Label(), present.Duration(stuckAfter))
 		}
-		row("acquired", fmt.Sprintf("%s (%s ago)%s", l.AcquiredAt.UTC().Format(time.RFC3339Nano), present.Age(l, l.FetchedAt), note))
+		row("acquired", fmt.Sprintf("%s (%s ago)%s", present.Time(l.AcquiredAt), present.Age(l, l.FetchedAt), note))
 	}
 	if l.NoExpiry {
-		row("ttl", "NO EXPIRY: this lock never frees itself")
+		row("ttl", present.NeverExpires)
 	} else {
 		row("ttl", present.TTL(l, l.FetchedAt))
 	}
 	row("re-entry", present.Ordinal(int64(l.Reentry), l.Reentry > 0))
 	row("fence", present.Ordinal(l.Fence, l.HasFence))
 	row("waiters", present.Ordinal(int64(l.Waiters), l.HasWaiters))
-	value := present.Sprintf("%s", l.Value)
-	if l.Truncated {
-		value += present.Safe(fmt.Sprintf("  (first %d bytes only)", scanner.ValueCap))
-	}
-	row("value", value)
-	if d := decodedValue(l); d != nil {
-		row("decoded", decodedText(l, d))
+	row("value", present.Safe(present.Value(l, 0)))
+	if decodedValue(l) != nil {
+		row("decoded", decodedText(l))
 	}
 	if q := l.Quorum; q != nil {
 		verdict := "reached"
@@ -169,23 +164,18 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	return tw.Flush()
 }
 
-func decodedText(l *scanner.Lock, d map[string]any) present.Safe {
+// decodedText is the decoded line of a lock whose value decodes (decodedValue is not nil).
+func decodedText(l *scanner.Lock) present.Safe {
 	switch l.Format {
 	case scanner.FormatRedisson:
-		var parts []string
-		for _, o := range l.Owners {
-			parts = append(parts, string(present.Sprintf("%s x%d", o.ID, o.Count)))
-		}
-		return "owners " + present.Safe(strings.Join(parts, ", "))
+		return present.Sprintf("owners %s", present.Owners(l.Owners))
 	case scanner.FormatLockscope:
+		v, _ := protocol.ParseValue(l.Value)
 		return present.Sprintf("node=%s trace=%s acquired_at=%s rand=%s count=%d",
-			d["node"], d["trace"], d["acquired_at"], d["rand"], d["count"])
+			v.Node, v.Trace, present.Time(v.AcquiredAt), v.Rand, v.Count)
 	}
-	return present.Sprintf("token=%s meta=%s", bsmToken(l), l.Meta())
+	return present.Sprintf("token=%s meta=%s", l.Token(), l.Meta())
 }
-
-// bsmToken is the token of a bsm/redislock value: what precedes its metadata.
-func bsmToken(l *scanner.Lock) string { return strings.TrimSuffix(l.Value, l.Meta()) }
 
 func instanceText(in scanner.Instance) present.Safe {
 	switch {

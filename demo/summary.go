@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lockscope/lockscope/present"
 )
 
 // Summary is the result of a run: the JSON of `lockscope demo --headless --json`. The
@@ -115,8 +117,9 @@ func (s Summary) WriteJSON(w io.Writer) error {
 // WriteText writes s as a table with one row per scenario and a verdict.
 func (s Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lockscope demo: scenario %s, %d workers, %d resources, ttl %v, %.1fs on %s\n",
-		s.Scenario, s.Workers, s.Resources, time.Duration(s.TTLMs)*time.Millisecond, s.DurationS, s.Server)
+	fmt.Fprintf(&b, "lockscope demo: scenario %s, %d workers, %d resources, ttl %s, %s on %s\n",
+		s.Scenario, s.Workers, s.Resources, present.Duration(time.Duration(s.TTLMs)*time.Millisecond),
+		present.Duration(time.Duration(s.DurationS*float64(time.Second))), s.Server)
 	fmt.Fprintf(&b, "protection: %s\n\n", s.Protection)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tsections\thand-offs/s\twait p50\twait p99\texpired after crash\tstale rejected\toverlaps")
@@ -147,13 +150,11 @@ func (s Summary) WriteText(w io.Writer) error {
 	return err
 }
 
-// fmtMs shows milliseconds compactly; a negative value (no sample) as "-".
+// fmtMs shows milliseconds as present.Duration does (the TUI's demo pane too); a negative
+// value (no sample) as present.Unknown.
 func fmtMs(v float64) string {
 	if v < 0 {
-		return "-"
+		return present.Unknown
 	}
-	if v >= 1000 {
-		return fmt.Sprintf("%.2fs", v/1000)
-	}
-	return fmt.Sprintf("%.1fms", v)
+	return present.Duration(time.Duration(v * float64(time.Millisecond)))
 }

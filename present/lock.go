@@ -132,25 +132,29 @@ func FlagsText(l *scanner.Lock, now time.Time, stuckAfter time.Duration) string 
 		}
 	}
 	if q := l.Quorum; q != nil {
-		words = append(words, QuorumText(q))
+		words = append(words, quorumText(q))
 	}
 	return strings.Join(words, " ")
 }
 
-// QuorumText is "quorum 2/3", or "NO-QUORUM 1/3" when the agreeing instances are too few.
-func QuorumText(q *scanner.Quorum) string {
+// quorumText is "quorum 2/3", or "NO-QUORUM 1/3" when the agreeing instances are too few.
+func quorumText(q *scanner.Quorum) string {
 	if !q.Reached {
 		return fmt.Sprintf("%s %d/%d", FlagNoQuorum.Label(), q.Agree, q.Total)
 	}
 	return fmt.Sprintf("quorum %d/%d", q.Agree, q.Total)
 }
 
+// valueCut ends a value longer than scanner.ValueCap in Redis: only its start was read.
+var valueCut = fmt.Sprintf("…(truncated at %d bytes)", scanner.ValueCap)
+
 // Value is l's value made safe to print (see SafeText), cut at max runes (max <= 0: whole).
-// A value longer than scanner.ValueCap in Redis ends with "…(truncated)": only its start was read.
+// A value longer than scanner.ValueCap in Redis ends with "…(truncated at 4096 bytes)": only
+// its start was read. (Cut here, it ends with SafeText's marker instead.)
 func Value(l *scanner.Lock, max int) string {
 	s := SafeText(l.Value, max)
-	if l.Truncated && !strings.HasSuffix(s, " bytes)") {
-		s += "…(truncated)"
+	if l.Truncated && len(s) == len(SafeText(l.Value, 0)) {
+		s += valueCut
 	}
 	return s
 }

@@ -29,8 +29,8 @@ const (
 	SortByHolder
 )
 
-// Sorts are the orders by name, as `ls --sort` takes them.
-var Sorts = []Sort{SortByKey, SortByTTL, SortByAge, SortByHolder}
+// sorts are the orders by name, as `ls --sort` takes them.
+var sorts = []Sort{SortByKey, SortByTTL, SortByAge, SortByHolder}
 
 func (s Sort) String() string {
 	switch s {
@@ -47,13 +47,13 @@ func (s Sort) String() string {
 
 // ParseSort is the order named name (key, ttl, age or holder).
 func ParseSort(name string) (Sort, error) {
-	for _, s := range Sorts {
+	for _, s := range sorts {
 		if s.String() == name {
 			return s, nil
 		}
 	}
-	names := make([]string, len(Sorts))
-	for i, s := range Sorts {
+	names := make([]string, len(sorts))
+	for i, s := range sorts {
 		names[i] = s.String()
 	}
 	return SortByKey, fmt.Errorf("want one of %s", strings.Join(names, ", "))

@@ -124,6 +124,9 @@ func FuzzDecodeString(f *testing.F) {
 		if l.Format == FormatBSM && l.Meta() != v[bsmTokenLen:] {
 			t.Fatalf("bsm metadata %q is not the rest of %q", l.Meta(), v)
 		}
+		if l.Format == FormatBSM && l.Token()+l.Meta() != v {
+			t.Fatalf("bsm token %q and metadata %q do not make up %q", l.Token(), l.Meta(), v)
+		}
 		if l.Format != FormatLockscope && (l.Node != "" || l.Trace != "" || !l.AcquiredAt.IsZero()) && l.Format != FormatRedisson {
 			t.Fatalf("format %q claims a holder for %q", l.Format, v)
 		}

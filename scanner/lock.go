@@ -122,6 +122,15 @@ func (l *Lock) Meta() string {
 	return l.Value[bsmTokenLen:]
 }
 
+// Token is the random token a bsm/redislock holder wrote before its metadata; "" for other
+// formats.
+func (l *Lock) Token() string {
+	if l.Format != FormatBSM {
+		return ""
+	}
+	return l.Value[:min(len(l.Value), bsmTokenLen)]
+}
+
 // RemainingAt extrapolates the TTL to now from FetchedAt + TTL, without asking Redis.
 // It is 0 for a gone or expired lock and for a lock without expiry (check NoExpiry).
 func (l *Lock) RemainingAt(now time.Time) time.Duration {

@@ -3,11 +3,11 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
-	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -70,13 +70,14 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 // now gone (the next scan confirms it).
 func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	m.pending = max(m.pending-1, 0)
-	text, bad := resultText(msg)
+	text, bad := resultText(msg, m.clock(), m.redact)
 	if msg.result.AuditErr != nil {
-		text += " — WARNING: audit record not written: " + msg.result.AuditErr.Error()
+		// First: the holder makes the result long, and a cut line must not hide the warning.
+		text = "WARNING: audit record not written: " + m.redact(msg.result.AuditErr.Error()) + " — " + text
 		bad = true
 	}
 	m.setNotice(text, bad)
-	m.events.add(logEntry{at: m.clock(), kind: "action", text: text}) // the text names the key
+	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: text}) // the text names the key
 	if msg.err == nil && (msg.result.Outcome == actions.Released || msg.result.Outcome == actions.AlreadyGone) {
 		if cur := m.locks.get(msg.key); cur != nil && cur.Value == msg.seen.Value {
 			m.locks.remove(msg.key)
@@ -86,8 +87,9 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	return nil
 }
 
-// resultText says what an action did, in one line (as read: escaped when drawn).
-func resultText(msg actionDoneMsg) (string, bool) {
+// resultText says what an action did at now, in one line (as read: escaped when drawn); redact
+// removes the target's passwords from an error.
+func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (string, bool) {
 	key := msg.key
 	verb := "release"
 	if msg.action == actions.ActionExtend {
@@ -97,18 +99,18 @@ func resultText(msg actionDoneMsg) (string, bool) {
 		if errors.Is(msg.err, actions.ErrReadOnly) {
 			return verb + " refused: read-only mode", true
 		}
-		return verb + " of " + key + " failed: " + msg.err.Error(), true
+		return verb + " of " + key + " failed: " + redact(msg.err.Error()), true
 	}
 	r := msg.result
 	var text string
 	bad := false
 	switch r.Outcome {
 	case actions.Released:
-		text = "released " + key + " (was held by " + holderText(msg.seen) + ")"
+		text = "released " + key + " (was held by " + present.Holder(msg.seen.Value, msg.seen, now) + ")"
 	case actions.Extended:
-		text = "extended " + key + " to " + r.TTL.String()
+		text = "extended " + key + " to " + present.Duration(r.TTL)
 	case actions.ChangedHands:
-		text = "NOT " + verb + "d: " + key + " changed hands, now held by " + currentHolder(r.Current)
+		text = "NOT " + verb + "d: " + key + " changed hands, now held by " + present.Holder(r.Current, nil, now)
 		bad = true
 	case actions.AlreadyGone:
 		text = key + " was already gone: nothing to " + verb
@@ -132,18 +134,6 @@ func resultText(msg actionDoneMsg) (string, bool) {
 	return text, bad
 }
 
-// currentHolder names the holder of a value that replaced the one the operator saw.
-func currentHolder(value string) string {
-	if v, err := protocol.ParseValue(value); err == nil {
-		h := present.OrUnknown(v.Node)
-		if v.Trace != "" {
-			h += " (trace " + v.Trace + ")"
-		}
-		return h
-	}
-	return present.Clip(value, 60)
-}
-
 // openAudit shows the audit view and loads it.
 func (m *Model) openAudit() tea.Cmd {
 	if m.admin == nil {
@@ -164,6 +154,6 @@ func (m *Model) onAuditLoaded(msg auditLoadedMsg) {
 	m.audit.records = msg.records
 	m.audit.err = ""
 	if msg.err != nil {
-		m.audit.err = msg.err.Error()
+		m.audit.err = m.redact(msg.err.Error())
 	}
 }

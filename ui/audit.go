@@ -3,6 +3,8 @@ package ui
 import (
 	"strings"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/present"
 )
@@ -22,8 +24,13 @@ func (a *auditView) scroll(n, height int) {
 	a.offset = min(max(a.offset+n, 0), max(len(a.records)-height, 0))
 }
 
-// view renders the audit list in width x height.
-func (a auditView) view(width, height int, st styles) string {
+// auditWidths are the widest the audit columns (present.AuditColumns) get but the last, which
+// takes the rest of the line; a narrow screen cuts the trailing columns.
+var auditWidths = []int{24, 16, 16, 32, 72, 24}
+
+// view renders the audit list in width x height; redact removes the target's passwords from
+// the errors recorded.
+func (a auditView) view(width, height int, redact func(string) string, st styles) string {
 	lines := []string{st.paneTitle.Render("Audit trail") + st.dim.Render("  newest first · a/esc close · r reload")}
 	switch {
 	case a.loading:
@@ -36,27 +43,54 @@ func (a auditView) view(width, height int, st styles) string {
 		if a.err != "" {
 			lines = append(lines, st.warning.Render("partial: "+present.SafeText(a.err, 0)))
 		}
-		lines = append(lines, st.header.Render(cell("TIME", 19)+" "+cell("OPERATOR", 16)+" "+cell("ACTION", 7)+" "+
-			cell("RESULT", 13)+" "+cell("KEY", 24)+" REASON"))
-		body := max(height-len(lines), 0)
+		body := max(height-len(lines)-1, 0)
 		end := min(a.offset+body, len(a.records))
+		rows := [][]string{present.AuditColumns}
 		for _, r := range a.records[a.offset:end] {
-			result := cell(string(r.Result), 13)
+			rows = append(rows, present.AuditRow(r, redact))
+		}
+		widths := auditColumnWidths(rows)
+		lines = append(lines, st.header.Render(strings.Join(auditCells(rows[0], widths), " ")))
+		for i, r := range a.records[a.offset:end] {
+			result := st.warning
 			switch r.Result {
 			case actions.Released, actions.Extended:
-				result = st.connOK.Render(result)
+				result = st.connOK
 			case actions.Failed:
-				result = st.noticeBad.Render(result)
-			default:
-				result = st.warning.Render(result)
+				result = st.noticeBad
 			}
-			reason := r.Reason
-			if r.Error != "" {
-				reason += " error: " + r.Error
-			}
-			lines = append(lines, r.Time.Local().Format("2006-01-02 15:04:05")+" "+cell(r.Operator, 16)+" "+
-				cell(string(r.Action), 7)+" "+result+" "+cell(r.Key, 24)+" "+present.SafeText(reason, 0))
+			cells := auditCells(rows[i+1], widths)
+			cells[auditResult] = result.Render(cells[auditResult])
+			lines = append(lines, strings.Join(cells, " "))
 		}
 	}
 	return fitBlock(strings.Join(lines, "\n"), width, height)
+}
+
+// auditResult is the index of the RESULT column, styled by the outcome.
+const auditResult = 4
+
+// auditColumnWidths are the widths of the rows' columns shown: their widest cell, at most
+// auditWidths.
+func auditColumnWidths(rows [][]string) []int {
+	widths := make([]int, len(auditWidths))
+	for _, row := range rows {
+		for i := range widths {
+			widths[i] = min(max(widths[i], lipgloss.Width(present.SafeText(row[i], 0))), auditWidths[i])
+		}
+	}
+	return widths
+}
+
+// auditCells lays cells out in widths, each escaped (by cell); the last takes the rest.
+func auditCells(cells []string, widths []int) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		if i < len(widths) {
+			out[i] = cell(c, widths[i])
+		} else {
+			out[i] = present.SafeText(c, 0)
+		}
+	}
+	return out
 }

@@ -67,10 +67,12 @@ type demoPane struct {
 	loaded   bool
 	selected int    // id of the selected worker, 0 before the first snapshot
 	notice   string // why the last key was refused, until the next key succeeds
+	redact   func(string) string
 }
 
-func newDemoPane(ctrl DemoController) demoPane {
-	return demoPane{ctrl: ctrl, keys: newDemoKeyMap()}
+// newDemoPane drives ctrl; redact removes the target's passwords from the errors it shows.
+func newDemoPane(ctrl DemoController, redact func(string) string) demoPane {
+	return demoPane{ctrl: ctrl, keys: newDemoKeyMap(), redact: redact}
 }
 
 // Init starts the refresh loop; call it once.
@@ -101,7 +103,7 @@ func (p *demoPane) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 		// A success shows up in the demo's event line; only a refusal needs a notice.
 		p.notice = ""
 		if msg.err != nil {
-			p.notice = msg.err.Error()
+			p.notice = p.redact(msg.err.Error())
 		}
 		return p.snapshot(false, 0), true
 	case tea.KeyPressMsg:
@@ -197,7 +199,7 @@ var demoColumns = []demoColumn{
 	{"RESOURCE", 20, false, func(w demo.WorkerSnapshot) string { return w.Resource }},
 	{"TOKEN", 17, true, func(w demo.WorkerSnapshot) string {
 		if w.Token == 0 {
-			return "-"
+			return present.Unknown
 		}
 		return strconv.FormatInt(w.Token, 10)
 	}},
@@ -205,7 +207,7 @@ var demoColumns = []demoColumn{
 
 func demoDuration(d time.Duration) string {
 	if d == 0 {
-		return "-"
+		return present.Unknown
 	}
 	return present.Duration(d)
 }

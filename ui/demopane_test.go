@@ -65,7 +65,7 @@ func demoTestSnapshot() demo.Snapshot {
 func loadedPane(t *testing.T) (*demoPane, *recordingDemo) {
 	t.Helper()
 	rec := &recordingDemo{snap: demoTestSnapshot()}
-	p := newDemoPane(rec)
+	p := newDemoPane(rec, func(s string) string { return s })
 	msg := p.Init()()
 	if _, handled := p.Update(msg); !handled {
 		t.Fatal("the pane did not handle its snapshot message")

@@ -41,7 +41,7 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	add("holder", present.OrUnknown(l.Node))
 	add("trace", present.OrUnknown(l.Trace))
 	if !l.AcquiredAt.IsZero() {
-		acq := l.AcquiredAt.Format("2006-01-02 15:04:05.000") + " (" + present.Age(l, now) + " ago)"
+		acq := present.Time(l.AcquiredAt) + " (" + present.Age(l, now) + " ago)"
 		if present.Stuck(l, now, stuckAfter) {
 			acq += " " + st.stuck.Render(present.FlagStuck.Label())
 		}
@@ -51,10 +51,10 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	}
 	switch {
 	case l.NoExpiry:
-		addStyled("ttl", st.noExpiry.Render("never expires")+" (no TTL: it will not free itself)")
+		addStyled("ttl", st.noExpiry.Render(present.NeverExpires))
 	default:
 		add("ttl", fmt.Sprintf("%s left (read %s at %s)", present.Duration(l.RemainingAt(now)),
-			present.Duration(l.TTL), l.FetchedAt.Format("15:04:05.000")))
+			present.Duration(l.TTL), present.Time(l.FetchedAt)))
 	}
 	if l.Reentry > 0 {
 		add("re-entry", strconv.Itoa(l.Reentry))
@@ -68,6 +68,9 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	if cluster && l.Addr != "" {
 		add("master", l.Addr)
 	}
+	if token := l.Token(); token != "" {
+		add("token", token)
+	}
 	if meta := l.Meta(); meta != "" {
 		add("meta", meta)
 	}
@@ -76,12 +79,9 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		if i == 0 {
 			name = "owners"
 		}
-		add(name, o.ID+" ×"+strconv.Itoa(o.Count))
+		add(name, present.Owner(o))
 	}
 	value := present.Value(l, 0)
-	if l.Truncated {
-		value += " …(cut at " + strconv.Itoa(scanner.ValueCap) + " bytes)"
-	}
 	valueW := max(width-labelW, 8)
 	for i, part := range wrapCells(value, valueW, 4) {
 		name := ""
@@ -128,7 +128,7 @@ func instanceLine(l *scanner.Lock, in scanner.Instance, st styles) string {
 // wrapCells cuts s into lines of width cells, at most maxLines (the last one marked when cut).
 func wrapCells(s string, width, maxLines int) []string {
 	if s == "" {
-		return []string{"-"}
+		return []string{present.Unknown}
 	}
 	wrapped := strings.Split(ansi.Hardwrap(s, width, true), "\n")
 	if len(wrapped) > maxLines {

@@ -160,7 +160,7 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	// safeField shows text already escaped; field escapes text as read from Redis.
 	safeField := func(name, safe string) string { return st.label.Render(cell(name, 8)) + safe }
 	field := func(name, v string) string { return safeField(name, present.SafeText(v, 0)) }
-	ttl := "never expires"
+	ttl := present.NeverExpires
 	if !l.NoExpiry {
 		ttl = present.Duration(l.RemainingAt(now)) + " left"
 	}
@@ -168,7 +168,7 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 		st.dialogTitle.Render(title),
 		"",
 		field("key", l.Key),
-		field("holder", holderText(l)),
+		field("holder", present.Holder(l.Value, l, now)),
 		safeField("value", present.Value(l, inner-8)),
 		field("ttl", ttl),
 		"",
@@ -211,21 +211,6 @@ func (d confirmDialog) inputView(width int) string {
 	in := d.input
 	in.SetWidth(max(width-3, 1))
 	return in.View()
-}
-
-// holderText is "node (trace)" or what is known of the holder.
-func holderText(l *scanner.Lock) string {
-	switch {
-	case l.Node != "" && l.Trace != "":
-		return l.Node + " (trace " + l.Trace + ")"
-	case l.Node != "":
-		return l.Node
-	case len(l.Owners) > 0:
-		return l.Owners[0].ID
-	case l.Meta() != "":
-		return l.Meta()
-	}
-	return "unknown (" + string(l.Format) + ")"
 }
 
 // overlay draws box centred over base (a full screen of width x height).

@@ -12,11 +12,17 @@ import (
 // eventLogSize is how many entries the event log keeps.
 const eventLogSize = 500
 
+// The event log's own kinds of line, besides locklib's event types.
+const (
+	kindAction  = "action"  // an operator's release or extend, and its result
+	kindWarning = "warning" // a scanner warning
+)
+
 // logEntry is one line of the event log: a locklib lifecycle event, an operator action or a
 // scanner warning.
 type logEntry struct {
 	at   time.Time
-	kind string // locklib.EventType, "action" or "warning"
+	kind string // locklib.EventType, kindAction or kindWarning
 	key  string
 	text string
 }
@@ -85,7 +91,7 @@ func (e eventLog) view(width, height int, st styles) string {
 			line += " " + present.SafeText(en.key, 0)
 		}
 		switch {
-		case en.kind == "action" || en.kind == "warning": // not dimmed: they matter
+		case en.kind == kindAction || en.kind == kindWarning: // not dimmed: they matter
 			line += " " + present.SafeText(en.text, 0)
 		case en.text != "":
 			line += " " + st.dim.Render(present.SafeText(en.text, 0))

@@ -37,8 +37,11 @@ type Model struct {
 	clock func() time.Time
 	now   time.Time // the time the screen shows, advanced by ticks
 
-	admin      *actions.Admin
-	readOnly   bool
+	admin    *actions.Admin
+	readOnly bool
+	// redact removes the target's passwords (connect.Target.Redact) from every error and
+	// warning the console shows: they may quote a connection's settings.
+	redact     func(string) string
 	stuckAfter time.Duration
 
 	profile colorprofile.Profile
@@ -106,13 +109,14 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		syncLimit:  syncViewLimit,
 		waiters:    map[string]int{},
 		status:     statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
+		redact:     o.Target.Redact,
 		events:     eventLog{open: true},
 	}
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
 	}
 	if o.Demo != nil {
-		p := newDemoPane(o.Demo)
+		p := newDemoPane(o.Demo, o.Target.Redact)
 		m.demo = &p
 	}
 	m.setStyles()
@@ -233,10 +237,10 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.warn(u.Warning)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
-		m.status.connErr = errText(u.Err, u.Addr)
+		m.status.connErr = m.redact(errText(u.Err, u.Addr))
 	case scanner.UpdateError:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
-		m.status.connErr = "scan failed: " + errText(u.Err, u.Addr)
+		m.status.connErr = "scan failed: " + m.redact(errText(u.Err, u.Addr))
 	}
 	return nil
 }
@@ -244,8 +248,9 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 // warn counts a scanner warning in the status bar and logs it once in the event log, where
 // the operator can read it.
 func (m *Model) warn(w string) {
+	w = m.redact(w)
 	if m.status.warn(w) {
-		m.events.add(logEntry{at: m.clock(), kind: "warning", text: w})
+		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
 }
 

@@ -384,7 +384,7 @@ func TestActionResultsAreShown(t *testing.T) {
 		want string
 	}{
 		{actions.Result{Outcome: actions.ChangedHands, Current: "api-9:req-77:1796029200000:aaaaaaaaaaaaaaaa"}, nil,
-			"NOT released: lock:order:1001 changed hands, now held by api-9 (trace req-77)"},
+			"NOT released: lock:order:1001 changed hands, now held by api-9 (trace req-77, acquired 2026-11-30T09:00:00.000Z"},
 		{actions.Result{Outcome: actions.AlreadyGone}, nil, "lock:order:1001 was already gone"},
 		{actions.Result{}, errors.New("dial tcp: connection refused"), "release of lock:order:1001 failed: dial tcp: connection refused"},
 		{actions.Result{Outcome: actions.Released, AuditErr: errors.New("NOPERM xadd")}, nil, "audit record not written"},
@@ -395,7 +395,7 @@ func TestActionResultsAreShown(t *testing.T) {
 		_, cmd := m.Update(actionDoneMsg{id: uint64(i + 1), action: actions.ActionRelease, key: "lock:order:1001", seen: seen, result: c.res, err: c.err})
 		runSync(m, cmd)
 		mustContain(t, screen(m), c.want)
-		if m.events.entries[len(m.events.entries)-1].kind != "action" {
+		if m.events.entries[len(m.events.entries)-1].kind != kindAction {
 			t.Fatal("the action result is not in the event log")
 		}
 	}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/present/presenttest"
 )
@@ -37,6 +39,81 @@ func TestTableAgreesWithCLI(t *testing.T) {
 		}
 		if !slices.Equal(keys, order) {
 			t.Errorf("sort %s: %v, want %v", sort, keys, order)
+		}
+	}
+}
+
+// TestDetailsAgreeWithCLI renders the shared fixture in the detail pane, the release dialog,
+// the action notices and the audit view: the same timestamps, no-expiry long form, owners,
+// holders and durations as cli's TestDetailsAgreeWithTUI finds in `show`, `release` and `audit`.
+func TestDetailsAgreeWithCLI(t *testing.T) {
+	st := monoStyles()
+	for _, l := range presenttest.Locks() {
+		want := presenttest.Details[l.Key]
+		fields := paneFields(detailPane{}.view(l, 200, 40, presenttest.Now, presenttest.StuckAfter, nil, false, st))
+		if !strings.HasPrefix(fields["acquired"], want.Acquired) || !strings.HasPrefix(fields["ttl"], want.TTL) {
+			t.Errorf("%s: acquired %q ttl %q, want %+v", l.Key, fields["acquired"], fields["ttl"], want)
+		}
+		if fields["owners"] != want.Owners {
+			t.Errorf("%s: owners %q, want %q", l.Key, fields["owners"], want.Owners)
+		}
+		d := newReleaseDialog(l, presenttest.Now, st)
+		dialog := paneFields(d.view(200, 40, presenttest.Now, st))
+		if dialog["holder"] != want.Holder {
+			t.Errorf("%s: dialog holder %q, want %q", l.Key, dialog["holder"], want.Holder)
+		}
+	}
+
+	seen := presenttest.Locks()[0]
+	changed, _ := resultText(actionDoneMsg{action: actions.ActionRelease, key: seen.Key, seen: seen,
+		result: actions.Result{Outcome: actions.ChangedHands, Current: presenttest.ChangedHands}}, presenttest.Now, presenttest.Redact)
+	extended, _ := resultText(actionDoneMsg{action: actions.ActionExtend, key: seen.Key, seen: seen,
+		result: actions.Result{Outcome: actions.Extended, TTL: presenttest.Extend}}, presenttest.Now, presenttest.Redact)
+	if !strings.HasSuffix(changed, "now held by "+presenttest.ChangedHandsHolder) || !strings.HasSuffix(extended, " to "+presenttest.ExtendText) {
+		t.Errorf("notices %q and %q do not name the holder %q and the TTL %q", changed, extended, presenttest.ChangedHandsHolder, presenttest.ExtendText)
+	}
+
+	a := auditView{records: []actions.AuditRecord{presenttest.Audit}}
+	lines := strings.Split(ansi.Strip(a.view(400, 10, presenttest.Redact, st)), "\n")
+	if got := strings.Fields(lines[1]); !slices.Equal(got, present.AuditColumns) {
+		t.Errorf("audit columns %v, want %v", got, present.AuditColumns)
+	}
+	for _, cell := range presenttest.AuditCells {
+		if !strings.Contains(lines[2], cell) {
+			t.Errorf("audit row lacks %q: %s", cell, lines[2])
+		}
+	}
+}
+
+// paneFields are the labelled lines of a pane by label.
+func paneFields(view string) map[string]string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(ansi.Strip(view), "\n") {
+		if name, value, ok := strings.Cut(strings.Trim(line, "│║ "), " "); ok { // a dialog's border out
+			if _, dup := fields[name]; !dup {
+				fields[name] = strings.TrimSpace(value)
+			}
+		}
+	}
+	return fields
+}
+
+// TestShownErrorsAreRedacted: an error that quotes the target's password is shown without it,
+// as the CLI shows it (connect.Target.Redact).
+func TestShownErrorsAreRedacted(t *testing.T) {
+	failed, _ := resultText(actionDoneMsg{action: actions.ActionRelease, key: "lock:a",
+		err: errors.New("AUTH " + presenttest.Password + " failed")}, presenttest.Now, presenttest.Redact)
+	m, _ := newTestModel(t, 80, 24)
+	m.redact = presenttest.Redact
+	m.audit.loadID = 7
+	m.onAuditLoaded(auditLoadedMsg{id: 7, err: errors.New("dial: " + presenttest.Password)})
+	m.warn("NOAUTH " + presenttest.Password)
+	p := newDemoPane(&recordingDemo{snap: demoTestSnapshot(), err: errors.New("ERR " + presenttest.Password)}, presenttest.Redact)
+	p.Update(demoActionMsg{err: errors.New("ERR " + presenttest.Password)})
+	for what, shown := range map[string]string{"action error": failed, "audit error": m.audit.err,
+		"warning": m.status.warnings[len(m.status.warnings)-1], "demo notice": p.notice} {
+		if strings.Contains(shown, presenttest.Password) || !strings.Contains(shown, "***") {
+			t.Errorf("%s not redacted: %q", what, shown)
 		}
 	}
 }

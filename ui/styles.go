@@ -7,6 +7,8 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
+
+	"github.com/lockscope/lockscope/locklib"
 )
 
 // styles holds every lipgloss style the TUI uses; nothing else in the package builds a style.
@@ -103,14 +105,14 @@ func newStyles(profile colorprofile.Profile, isDark bool) styles {
 		noticeBad:   lipgloss.NewStyle().Bold(true).Foreground(red),
 		filter:      lipgloss.NewStyle().Foreground(accent),
 		eventKind: map[string]lipgloss.Style{
-			"acquired":     lipgloss.NewStyle().Foreground(green),
-			"released":     lipgloss.NewStyle().Foreground(accent),
-			"renewed":      lipgloss.NewStyle().Foreground(muted),
-			"renew_failed": lipgloss.NewStyle().Foreground(yellow),
-			"lost":         lipgloss.NewStyle().Bold(true).Foreground(red),
-			"waiting":      lipgloss.NewStyle().Foreground(yellow),
-			"action":       lipgloss.NewStyle().Bold(true).Foreground(magenta),
-			"warning":      lipgloss.NewStyle().Bold(true).Foreground(yellow),
+			string(locklib.EventAcquired):    lipgloss.NewStyle().Foreground(green),
+			string(locklib.EventReleased):    lipgloss.NewStyle().Foreground(accent),
+			string(locklib.EventRenewed):     lipgloss.NewStyle().Foreground(muted),
+			string(locklib.EventRenewFailed): lipgloss.NewStyle().Foreground(yellow),
+			string(locklib.EventLost):        lipgloss.NewStyle().Bold(true).Foreground(red),
+			string(locklib.EventWaiting):     lipgloss.NewStyle().Foreground(yellow),
+			kindAction:                       lipgloss.NewStyle().Bold(true).Foreground(magenta),
+			kindWarning:                      lipgloss.NewStyle().Bold(true).Foreground(yellow),
 		},
 		help: help.DefaultStyles(isDark),
 	}

@@ -169,7 +169,7 @@ func (m *Model) bodyView(lay layoutInfo) string {
 		return ""
 	}
 	if m.audit.open {
-		return m.audit.view(w, h, m.st)
+		return m.audit.view(w, h, m.redact, m.st)
 	}
 	rc := rowContext{now: m.now, stuckAfter: m.stuckAfter, waiters: m.waiters, span: m.locks.span, st: m.st}
 	var detail string

@@ -1,11 +1,16 @@
 // Package presenttest is the fixture that pins the CLI and the TUI to one presentation: the
 // tests of each render Locks with their own code (cli's ls table, ui's lock table) and must
-// find the texts of Want in the order of Orders.
+// find the texts of Want in the order of Orders; `show` and the TUI's detail pane and release
+// dialog must find those of Details; `release`/`extend` and the TUI's notices, and `audit` and
+// the TUI's audit view, those of ChangedHands, Extend and Audit.
 package presenttest
 
 import (
+	"strings"
 	"time"
 
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -20,9 +25,11 @@ const StuckAfter = 5 * time.Minute
 // CLI and the TUI used to print differently (12.3s against 12s, 30h against 1d06h).
 func Locks() []*scanner.Lock {
 	return []*scanner.Lock{
-		{Key: "lock:a", Format: scanner.FormatLockscope, Node: "api-7", AcquiredAt: Now.Add(-12345 * time.Millisecond), TTL: 4290 * time.Millisecond, FetchedAt: Now},
+		{Key: "lock:a", Format: scanner.FormatLockscope, Node: "api-7", Trace: "req-42", AcquiredAt: acquiredA, Value: valueA,
+			TTL: 4290 * time.Millisecond, FetchedAt: Now},
 		{Key: "lock:b", Format: scanner.FormatLockscope, Node: "api-1", AcquiredAt: Now.Add(-30 * time.Hour), NoExpiry: true, FetchedAt: Now},
-		{Key: "lock:c", Format: scanner.FormatRedisson, TTL: 12345 * time.Millisecond, FetchedAt: Now},
+		{Key: "lock:c", Format: scanner.FormatRedisson, Type: "hash", Owners: []scanner.Owner{{ID: owner, Count: 2}}, Value: owner + "=2",
+			TTL: 12345 * time.Millisecond, FetchedAt: Now},
 		{Key: "lock:d", Format: scanner.FormatLockscope, Node: "worker-3", AcquiredAt: Now.Add(-6 * time.Minute), TTL: 90 * time.Second, FetchedAt: Now},
 	}
 }
@@ -48,3 +55,57 @@ var Orders = map[present.Sort][]string{
 	present.SortByAge:    {"lock:b", "lock:d", "lock:a", "lock:c"},
 	present.SortByHolder: {"lock:b", "lock:a", "lock:d", "lock:c"},
 }
+
+var (
+	acquiredA = Now.Add(-12345 * time.Millisecond)
+	valueA    = protocol.Value{Node: "api-7", Trace: "req-42", AcquiredAt: acquiredA, Rand: "0123456789abcdef"}.String()
+)
+
+// owner is lock:c's redisson holder entry.
+const owner = "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
+
+// Detail is what `show` and the TUI's detail pane both print of a lock, and the holder that
+// the TUI's release dialog names.
+type Detail struct {
+	Acquired string // the acquired field starts with it
+	TTL      string // the ttl field starts with it (a no-expiry lock: the long form)
+	Holder   string // present.Holder of the record
+	Owners   string // the owners (redisson)
+}
+
+// Details are the locks' details by key, at Now.
+var Details = map[string]Detail{
+	"lock:a": {Acquired: "2025-11-29T08:59:47.655Z (12s ago)", TTL: "4.2s",
+		Holder: "api-7 (trace req-42, acquired 2025-11-29T08:59:47.655Z, 12s ago)"},
+	"lock:b": {Acquired: "2025-11-28T03:00:00.000Z (30h00m ago)", TTL: present.NeverExpires,
+		Holder: "api-1 (acquired 2025-11-28T03:00:00.000Z, 30h00m ago)"},
+	"lock:c": {Acquired: present.Unknown, TTL: "12s", Holder: owner + " ×2", Owners: owner + " ×2"},
+	"lock:d": {Acquired: "2025-11-29T08:54:00.000Z (6m00s ago)", TTL: "1m30s", Holder: "worker-3 (acquired 2025-11-29T08:54:00.000Z, 6m00s ago)"},
+}
+
+// ChangedHands is the value that replaced the one an operator acted on, and ChangedHandsHolder
+// how `release` and the TUI name its holder at Now.
+var (
+	ChangedHands       = valueA
+	ChangedHandsHolder = Details["lock:a"].Holder
+)
+
+// Extend is the TTL of an extend, and ExtendText how its result and its audit record show it.
+const (
+	Extend     = 90 * time.Second
+	ExtendText = "1m30s"
+)
+
+// Password is in Audit's error; Redact removes it, as connect.Target.Redact would.
+const Password = "hunter2"
+
+// Redact stands for the target's connect.Target.Redact.
+func Redact(s string) string { return strings.ReplaceAll(s, Password, "***") }
+
+// Audit is an extend that failed, with an error quoting the password.
+var Audit = actions.AuditRecord{Time: Now.Add(-1500 * time.Millisecond), Operator: "alice", Action: actions.ActionExtend,
+	Key: "lock:a", Seen: valueA, Result: actions.Failed, Error: "AUTH " + Password + ": WRONGPASS", TTL: Extend}
+
+// AuditCells are the cells of Audit under present.AuditColumns, as both outputs show them.
+var AuditCells = []string{"2025-11-29T08:59:58.500Z", "alice", "extend " + ExtendText, "lock:a", "failed: AUTH ***: WRONGPASS",
+	present.Unknown, valueA}
