@@ -12,6 +12,7 @@ import (
 // Every script touches only a lock key and its companions, which share a slot; wake-ups
 // published by a script on one master reach a waiter subscribed through another.
 func TestRedisCluster(t *testing.T) {
+	redistest.Slow(t)
 	cluster := redistest.StartCluster(t, 3)
 	a := New(cluster.Client(), WithNode("a"))
 	defer a.Close()

@@ -75,6 +75,7 @@ func TestErrorsAreOneLineAndNameTheKey(t *testing.T) {
 
 // Redlock's errors gather every instance's error, on one line.
 func TestRedlockErrorsAreOneLineAndNameTheKey(t *testing.T) {
+	redistest.Slow(t)
 	f := newRedlockFixture(t, 3)
 	c := f.client(t)
 	ctx := testCtx(t, 30*time.Second)

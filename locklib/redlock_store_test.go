@@ -164,6 +164,7 @@ func TestRedlockStoreReentrant(t *testing.T) {
 }
 
 func TestRedlockStoreRefreshNeedsQuorum(t *testing.T) {
+	redistest.Slow(t)
 	f := newRedlockFixture(t, 5)
 	s := f.store(t)
 	ctx := context.Background()

@@ -149,6 +149,7 @@ func TestRedlockOnePaused(t *testing.T) {
 // are frozen), then one of the three killed: its release confirms 2 of 5 and must still
 // succeed, because the two late SETs are deleted when they answer.
 func TestRedlockReleaseCountsSetsStillOut(t *testing.T) {
+	redistest.Slow(t)
 	f := newRedlockFixture(t, 5)
 	// Long enough that the frozen instances' SETs are still out when Release runs.
 	c := f.client(t, WithInstanceTimeout(5*time.Second))
@@ -178,6 +179,7 @@ func TestRedlockReleaseCountsSetsStillOut(t *testing.T) {
 }
 
 func TestRedlockMutualExclusionWithRestart(t *testing.T) {
+	redistest.Slow(t)
 	f := newRedlockFixture(t, 5)
 	// Two clients, as two processes would be; a generous instance timeout for a loaded
 	// machine under -race (the dead instance does not cost it: it is known down).
@@ -323,6 +325,7 @@ func TestRedlockRefreshWithQuorumDown(t *testing.T) {
 }
 
 func TestRedlockWatchdogWithQuorumDown(t *testing.T) {
+	redistest.Slow(t)
 	t.Run("killed", func(t *testing.T) {
 		f := newRedlockFixture(t, 5)
 		c := f.client(t)
