@@ -171,7 +171,7 @@ func ExampleLock_Lost() {
 		fmt.Println("still held")
 	}
 	// Output:
-	// locklib: lock lost: "lock:sync": locklib: lock not held: "lock:sync" is gone or held by another owner
+	// locklib: lock lost: locklib: lock not held: "lock:sync" is gone or held by another owner
 	// not held: true
 }
 

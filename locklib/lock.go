@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,7 +205,11 @@ func (l *Lock) lose(reason error) {
 		l.mu.Unlock()
 		return
 	}
-	l.err = fmt.Errorf("%w: %q: %w", ErrLost, l.h.key, reason)
+	if strings.Contains(reason.Error(), strconv.Quote(l.h.key)) {
+		l.err = fmt.Errorf("%w: %w", ErrLost, reason) // the reason names the key already
+	} else {
+		l.err = fmt.Errorf("%w: %q: %w", ErrLost, l.h.key, reason)
+	}
 	close(l.lost)
 	l.expiry.Stop()
 	dog := l.dog
