@@ -87,14 +87,14 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if opts.Headless && duration == 0 {
 		duration = defaultHeadlessDuration
 	}
-	target, view, closeTarget, err := demoTarget(ctx, opts)
+	servers, view, closeServers, err := demoServers(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer closeTarget()
+	defer closeServers()
 
 	ctrl, err := demo.Start(demo.Config{
-		Target:    target,
+		Servers:   servers,
 		Scenario:  scenario,
 		Workers:   opts.Workers,
 		Resources: opts.Resources,
@@ -156,30 +156,30 @@ func runHeadless(ctx context.Context, opts *demoOptions, ctrl *demo.Controller) 
 	return nil
 }
 
-// demoTarget is where the demo runs and what the console shows: the embedded servers unless
+// demoServers is where the demo runs and what the console shows: the embedded servers unless
 // --redis was given explicitly (never $REDIS_URL or 127.0.0.1:6379 by default).
-func demoTarget(ctx context.Context, opts *demoOptions) (demo.Target, connect.Target, func(), error) {
+func demoServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.Target, func(), error) {
 	if !opts.Conn.RedisGiven {
 		e, err := demo.StartEmbedded(max(opts.Redlock, 1))
 		if err != nil {
-			return demo.Target{}, connect.Target{}, func() {}, err
+			return demo.Servers{}, connect.Target{}, func() {}, err
 		}
 		view := e.Inspect(opts.Redlock > 1)
-		return e.Target(opts.Redlock > 1), view, func() { view.Close(); e.Close() }, nil
+		return e.Servers(opts.Redlock > 1), view, func() { view.Close(); e.Close() }, nil
 	}
 	view, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
-		return demo.Target{}, connect.Target{}, func() {}, err
+		return demo.Servers{}, connect.Target{}, func() {}, err
 	}
 	if redlock := opts.Redlock; redlock > 0 && redlock != len(view.Clients) || redlock > 1 && view.Mode == connect.Cluster {
 		view.Close()
-		return demo.Target{}, connect.Target{}, func() {}, withExit(exitUsage,
+		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage,
 			fmt.Errorf("--redlock %d with --redis: give %d --redis URLs of independent servers (got %d)", redlock, redlock, len(view.Addrs)))
 	}
 	t, err := demo.OnServers(view)
 	if err != nil {
 		view.Close()
-		return demo.Target{}, connect.Target{}, func() {}, err
+		return demo.Servers{}, connect.Target{}, func() {}, err
 	}
 	return t, view, view.Close, nil
 }

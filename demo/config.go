@@ -11,7 +11,7 @@ var ErrBadConfig = errors.New("demo: bad configuration")
 
 // Config describes one demo run.
 type Config struct {
-	Target    Target        // where the locks live (StartEmbedded, or the user's servers)
+	Servers   Servers       // where the locks live (StartEmbedded, or the user's servers)
 	Scenario  Scenario      // default Mixed
 	Workers   int           // contending workers at start; default 8
 	Resources int           // protected resources, one lock key each; default 3
@@ -51,7 +51,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.TTL = DefaultTTL
 	}
 	switch {
-	case len(c.Target.Addrs) == 0 || c.Target.Dial == nil:
+	case len(c.Servers.Addrs) == 0 || c.Servers.Dial == nil:
 		return c, fmt.Errorf("%w: no target", ErrBadConfig)
 	case c.Workers < 1 || c.Workers > MaxWorkers:
 		return c, fmt.Errorf("%w: --workers %d (want 1..%d)", ErrBadConfig, c.Workers, MaxWorkers)
@@ -82,5 +82,5 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 func (c Config) failoverPossible() bool {
-	return c.Target.Redlock && len(c.Target.Addrs) >= failoverMinInstances
+	return c.Servers.Redlock && len(c.Servers.Addrs) >= failoverMinInstances
 }

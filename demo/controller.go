@@ -76,7 +76,7 @@ func Start(cfg Config) (*Controller, error) {
 		done:         make(chan struct{}),
 		instanceDown: -1,
 	}
-	if cfg.Target.Redlock {
+	if cfg.Servers.Redlock {
 		// Redlock has no safe fencing token (Lock.Token() is 0): the resource compares owners.
 		c.protection = OwnerCompare
 	}
@@ -84,7 +84,7 @@ func Start(cfg Config) (*Controller, error) {
 	for i := range cfg.Resources {
 		c.resources = append(c.resources, ResourceKey(i))
 	}
-	for _, addr := range cfg.Target.Addrs {
+	for _, addr := range cfg.Servers.Addrs {
 		c.instances = append(c.instances, newGate(fmt.Errorf("demo: instance %s is cut off (failover)", addr)))
 	}
 	if err := c.probe(); err != nil {
@@ -111,16 +111,16 @@ func Start(cfg Config) (*Controller, error) {
 
 // probe checks that enough instances answer for locks to be taken at all.
 func (c *Controller) probe() error {
-	n := len(c.cfg.Target.Addrs)
+	n := len(c.cfg.Servers.Addrs)
 	need := 1
-	if c.cfg.Target.Redlock {
+	if c.cfg.Servers.Redlock {
 		need = n/2 + 1
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			cl := c.cfg.Target.Dial(i)
+			cl := c.cfg.Servers.Dial(i)
 			defer cl.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
@@ -134,7 +134,7 @@ func (c *Controller) probe() error {
 		if err == nil {
 			ok++
 		} else if firstErr == nil {
-			firstErr = fmt.Errorf("%s: %w", c.cfg.Target.Addrs[i], err)
+			firstErr = fmt.Errorf("%s: %w", c.cfg.Servers.Addrs[i], err)
 		}
 	}
 	if ok < need {
@@ -156,10 +156,10 @@ func newLockClient(redlock bool, clients []redis.UniversalClient, node string, i
 func (c *Controller) Done() <-chan struct{} { return c.done }
 
 // Label says which server the demo uses, for a status bar.
-func (c *Controller) Label() string { return c.cfg.Target.Label }
+func (c *Controller) Label() string { return c.cfg.Servers.Label }
 
 // Addrs are the target's instance addresses.
-func (c *Controller) Addrs() []string { return append([]string(nil), c.cfg.Target.Addrs...) }
+func (c *Controller) Addrs() []string { return append([]string(nil), c.cfg.Servers.Addrs...) }
 
 // Resources are the lock keys the workers contend for.
 func (c *Controller) Resources() []string { return append([]string(nil), c.resources...) }

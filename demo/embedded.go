@@ -85,10 +85,10 @@ func (e *Embedded) Label() string {
 	return fmt.Sprintf("%d embedded miniredis (Redlock) %s", len(e.addrs), strings.Join(e.addrs, ","))
 }
 
-// Target is the demo target of these servers; redlock makes the workers use all of them as
+// Servers are these servers as the demo's; redlock makes the workers use all of them as
 // one Redlock deployment (with one server it is always single-instance).
-func (e *Embedded) Target(redlock bool) Target {
-	return Target{
+func (e *Embedded) Servers(redlock bool) Servers {
+	return Servers{
 		Label:   e.Label(),
 		Addrs:   e.Addrs(),
 		Redlock: redlock && len(e.addrs) > 1,

@@ -18,7 +18,7 @@ func ExampleStart() {
 		return
 	}
 	defer e.Close()
-	c, err := demo.Start(demo.Config{Target: e.Target(false), Scenario: demo.Healthy, // default Mixed
+	c, err := demo.Start(demo.Config{Servers: e.Servers(false), Scenario: demo.Healthy, // default Mixed
 		Workers: 2, Resources: 1, TTL: 500 * time.Millisecond, Duration: time.Second}) // defaults 8, 3, 2s, until Stop
 	if err != nil {
 		fmt.Println(err) // wraps demo.ErrBadConfig, or says why no lock can be taken

@@ -111,8 +111,8 @@ func (c *Controller) failover(i int) bool {
 	if c.stopped || c.instanceDown >= 0 {
 		return false
 	}
-	addr := c.cfg.Target.Addrs[i]
-	faults := c.cfg.Target.Faults
+	addr := c.cfg.Servers.Addrs[i]
+	faults := c.cfg.Servers.Faults
 	if faults != nil {
 		if err := faults.StopInstance(i); err != nil {
 			c.logEventLocked("failover: stopping %s failed: %v", addr, err)
@@ -158,7 +158,7 @@ var wipeScript = redis.NewScript(wipeSource)
 // restart without persistence would have done to them. Each delete is compare-and-delete
 // against the value just read, and only values written by a demo worker are touched.
 func (c *Controller) wipeDemoLocks(i int) error {
-	cl := c.cfg.Target.Dial(i)
+	cl := c.cfg.Servers.Dial(i)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -53,8 +53,8 @@ func runDemo(t *testing.T, cfg Config) Summary {
 // redlockConfig is lighter than the defaults: miniredis runs each Lua call in a fresh
 // interpreter under one server-wide lock, and under -race on a busy machine eight workers on
 // three embedded servers can exceed Redlock's per-instance timeout on every attempt.
-func redlockConfig(target Target, sc Scenario) Config {
-	return Config{Target: target, Scenario: sc, Workers: 4, TTL: 2 * time.Second, Duration: 6 * time.Second}
+func redlockConfig(target Servers, sc Scenario) Config {
+	return Config{Servers: target, Scenario: sc, Workers: 4, TTL: 2 * time.Second, Duration: 6 * time.Second}
 }
 
 func embedded(t *testing.T, n int) *Embedded {
@@ -70,7 +70,7 @@ func embedded(t *testing.T, n int) *Embedded {
 // With no fault, nobody ever writes late: a stale write here would mean two holders at once.
 func TestHealthy(t *testing.T) {
 	t.Parallel()
-	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Healthy})
+	s := runDemo(t, Config{Servers: embedded(t, 1).Servers(false), Scenario: Healthy})
 	if s.StaleRejected != 0 || s.LostSections != 0 {
 		t.Errorf("healthy run: %d stale writes, %d lost sections, want 0", s.StaleRejected, s.LostSections)
 	}
@@ -83,7 +83,7 @@ func TestHealthy(t *testing.T) {
 func TestSlow(t *testing.T) {
 	redistest.Slow(t)
 	t.Parallel()
-	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Slow})
+	s := runDemo(t, Config{Servers: embedded(t, 1).Servers(false), Scenario: Slow})
 	if s.StaleRejected != 0 {
 		t.Errorf("%d stale writes in the slow scenario, want 0", s.StaleRejected)
 	}
@@ -93,7 +93,7 @@ func TestSlow(t *testing.T) {
 func TestCrash(t *testing.T) {
 	redistest.Slow(t)
 	t.Parallel()
-	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Crash})
+	s := runDemo(t, Config{Servers: embedded(t, 1).Servers(false), Scenario: Crash})
 	if s.Crashes == 0 || s.ExpiredAfterCrash == 0 {
 		t.Errorf("%d crashes, %d expired after crash, want both > 0", s.Crashes, s.ExpiredAfterCrash)
 	}
@@ -106,7 +106,7 @@ func TestCrash(t *testing.T) {
 func TestPause(t *testing.T) {
 	redistest.Slow(t)
 	t.Parallel()
-	s := runDemo(t, Config{Target: embedded(t, 1).Target(false), Scenario: Pause})
+	s := runDemo(t, Config{Servers: embedded(t, 1).Servers(false), Scenario: Pause})
 	if s.Pauses == 0 || s.StaleRejected == 0 {
 		t.Errorf("%d pauses, %d stale writes rejected, want both > 0", s.Pauses, s.StaleRejected)
 	}
@@ -116,7 +116,7 @@ func TestPause(t *testing.T) {
 func TestPauseRedlock(t *testing.T) {
 	redistest.Slow(t)
 	t.Parallel()
-	s := runDemo(t, redlockConfig(embedded(t, 3).Target(true), Pause))
+	s := runDemo(t, redlockConfig(embedded(t, 3).Servers(true), Pause))
 	if s.Protection != OwnerCompare.String() {
 		t.Errorf("protection %s on Redlock", s.Protection)
 	}
@@ -129,7 +129,7 @@ func TestPauseRedlock(t *testing.T) {
 func TestFailoverEmbedded(t *testing.T) {
 	redistest.Slow(t)
 	t.Parallel()
-	s := runDemo(t, redlockConfig(embedded(t, 3).Target(true), Failover))
+	s := runDemo(t, redlockConfig(embedded(t, 3).Servers(true), Failover))
 	if s.Failovers == 0 {
 		t.Error("no failover happened")
 	}
@@ -141,9 +141,9 @@ type redistestFaults []*redistest.Server
 func (f redistestFaults) StopInstance(i int) error { f[i].Kill(); return nil }
 func (f redistestFaults) RestartEmpty(i int) error { f[i].Restart(); return nil }
 
-// redisTarget is a Redlock target on test servers, without a way to stop them.
-func redisTarget(servers []*redistest.Server) Target {
-	target := Target{Label: "3 redis-server (test)", Redlock: true}
+// redisServers is a Redlock target on test servers, without a way to stop them.
+func redisServers(servers []*redistest.Server) Servers {
+	target := Servers{Label: "3 redis-server (test)", Redlock: true}
 	for _, s := range servers {
 		target.Addrs = append(target.Addrs, s.Addr)
 	}
@@ -159,9 +159,9 @@ func TestFailoverRealRedis(t *testing.T) {
 	redistest.Slow(t)
 	t.Parallel()
 	servers := redistest.StartN(t, 3)
-	target := redisTarget(servers)
+	target := redisServers(servers)
 	target.Faults = redistestFaults(servers)
-	s := runDemo(t, Config{Target: target, Scenario: Failover})
+	s := runDemo(t, Config{Servers: target, Scenario: Failover})
 	if s.Failovers == 0 {
 		t.Error("no failover happened")
 	}
@@ -182,7 +182,7 @@ func TestFailoverPartition(t *testing.T) {
 	if err := admin.Set(context.Background(), ResourceKey(1), foreign, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s := runDemo(t, Config{Target: redisTarget(servers), Scenario: Failover, Duration: 6 * time.Second})
+	s := runDemo(t, Config{Servers: redisServers(servers), Scenario: Failover, Duration: 6 * time.Second})
 	if s.Failovers == 0 {
 		t.Error("no failover happened")
 	}

@@ -4,7 +4,7 @@ import "time"
 
 // Snapshot is the state of a run at one moment, for the UI.
 type Snapshot struct {
-	Server       string     // which server is in use (Target.Label)
+	Server       string     // which server is in use (Servers.Label)
 	Addrs        []string   // the instances
 	InstanceDown int        // index in Addrs of the instance down for a failover, -1 when none
 	Scenario     Scenario   // the scenario asked for
@@ -44,7 +44,7 @@ const snapshotEvents = 10
 func (c *Controller) Snapshot() Snapshot {
 	counters, wait := c.checker.totals()
 	s := Snapshot{
-		Server:     c.cfg.Target.Label,
+		Server:     c.cfg.Servers.Label,
 		Addrs:      c.Addrs(),
 		Scenario:   c.cfg.Scenario,
 		Protection: c.protection,

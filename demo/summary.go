@@ -51,7 +51,7 @@ func (c *Controller) Summary() Summary {
 	c.mu.Unlock()
 	s := Summary{
 		Scenario:     c.cfg.Scenario,
-		Server:       c.cfg.Target.Label,
+		Server:       c.cfg.Servers.Label,
 		Protection:   c.protection.String(),
 		Workers:      workers,
 		Resources:    len(c.resources),

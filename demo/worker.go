@@ -79,15 +79,15 @@ type incarnation struct {
 
 func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 	inc := &incarnation{gate: newGate(fmt.Errorf("%w: %s", ErrWorkerCrashed, w.name))}
-	for i := range c.cfg.Target.Addrs {
-		cl := c.cfg.Target.Dial(i)
+	for i := range c.cfg.Servers.Addrs {
+		cl := c.cfg.Servers.Dial(i)
 		cl.AddHook(gateHook{inc.gate, c.instances[i]})
 		inc.clients = append(inc.clients, cl)
 	}
 	// Redlock's default per-instance timeout (5 ms + ttl/20) assumes servers that answer in
 	// a millisecond; the embedded servers run Lua in Go, slower under load, and a timed-out
 	// instance only costs validity, never safety.
-	locks, err := newLockClient(c.cfg.Target.Redlock, inc.clients, w.name, ttls(c.cfg.TTL, instanceTimeoutTTLs))
+	locks, err := newLockClient(c.cfg.Servers.Redlock, inc.clients, w.name, ttls(c.cfg.TTL, instanceTimeoutTTLs))
 	if err != nil {
 		inc.close()
 		return nil, err

@@ -7,10 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Target is where the demo's locks live: the embedded servers (StartEmbedded) or servers the
+// Servers is where the demo's locks live: the embedded servers (StartEmbedded) or servers the
 // user named with --redis. Each worker gets clients of its own (Dial), so that a fault can cut
 // exactly one worker's traffic the way a crash or a GC pause would.
-type Target struct {
+type Servers struct {
 	Label   string   // which server is in use, for the status bar ("embedded miniredis 127.0.0.1:41234")
 	Addrs   []string // one display address per instance, no credentials
 	Redlock bool     // N independent instances: workers use locklib.NewRedlock, else locklib.New
@@ -30,18 +30,18 @@ type InstanceFaults interface {
 	RestartEmpty(i int) error
 }
 
-// OnServers is the demo target of servers lockscope is connected to (--redis): each worker
+// OnServers are the servers lockscope is connected to (--redis): each worker
 // dials clients of its own with t's options. A cluster is one instance, seeded with every
 // address.
-func OnServers(t connect.Target) (Target, error) {
+func OnServers(t connect.Target) (Servers, error) {
 	dials := make([]func() redis.UniversalClient, len(t.Clients))
 	for i := range t.Clients {
 		var err error
 		if dials[i], err = t.Dialer(i); err != nil {
-			return Target{}, err
+			return Servers{}, err
 		}
 	}
-	d := Target{
+	d := Servers{
 		Label:   t.Label(),
 		Addrs:   t.Addrs,
 		Redlock: t.Mode == connect.Redlock,
