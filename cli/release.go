@@ -178,18 +178,18 @@ func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 	if in.PTTL >= 0 {
 		ttl = present.Duration(in.PTTL)
 	}
-	return present.Sprintf("%s: %q, ttl %s", in.Addr, present.Cut{Text: in.Value, Max: 120}, ttl)
+	return present.Sprintf("%s: %s, ttl %s", in.Addr, present.Quote(in.Value, 120), ttl)
 }
 
 // writeResult prints what an action did; now is the time the holder's age is measured at.
 func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Time) error {
-	key, seen := res.Key, present.Cut{Text: res.Seen, Max: 200}
+	key, seen := res.Key, present.Quote(res.Seen, 200)
 	var line present.Safe
 	switch res.Outcome {
 	case actions.Released:
-		line = present.Sprintf("released %s (value %q)", key, seen)
+		line = present.Sprintf("released %s (value %s)", key, seen)
 	case actions.Extended:
-		line = present.Sprintf("extended %s: ttl %s (value %q)", key, present.Duration(res.TTL), seen)
+		line = present.Sprintf("extended %s: ttl %s (value %s)", key, present.Duration(res.TTL), seen)
 	case actions.ChangedHands:
 		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, now))
 	case actions.AlreadyGone:
@@ -204,7 +204,7 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 	}
 	if len(res.Instances) < 2 {
 		if res.Outcome == actions.ChangedHands { // the exact value, for a new --expect
-			return printf(w, "  value now %q\n", present.Cut{Text: res.Current, Max: 200})
+			return printf(w, "  value now %s\n", present.Quote(res.Current, 200))
 		}
 		return nil
 	}
@@ -219,7 +219,7 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 func instanceOutcomeText(in actions.InstanceResult, t connect.Target) present.Safe {
 	switch in.Outcome {
 	case actions.ChangedHands:
-		return present.Sprintf("changed hands: now %q", present.Cut{Text: in.Current, Max: 120})
+		return present.Sprintf("changed hands: now %s", present.Quote(in.Current, 120))
 	case actions.NotALock:
 		return present.Sprintf("not a lock: %s", in.Current)
 	case actions.Failed:

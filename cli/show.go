@@ -148,11 +148,7 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 		row("decoded", decodedText(l))
 	}
 	if q := l.Quorum; q != nil {
-		verdict := "reached"
-		if !q.Reached {
-			verdict = "NOT reached"
-		}
-		row("quorum", fmt.Sprintf("%d of %d instances agree, %d needed: %s", q.Agree, q.Total, q.Needed, verdict))
+		row("quorum", present.QuorumAgreement(q)+": "+present.QuorumVerdict(q))
 	}
 	for i, in := range l.PerInstance() {
 		name := ""

@@ -6,16 +6,16 @@ import (
 
 // The audit trail's column titles, in their order (`lockscope audit`, the TUI's audit view).
 const (
-	ColumnTime     = "TIME"     // when the action was attempted (Time)
-	ColumnOperator = "OPERATOR" // who acted
-	ColumnAction   = "ACTION"   // release, or extend and the TTL asked for
-	ColumnResult   = "RESULT"   // the outcome, and the error of a failed action
-	ColumnReason   = "REASON"   // as the operator gave it, Unknown when none
-	ColumnSeen     = "SEEN"     // the value the operator expected
+	columnTime     = "TIME"     // when the action was attempted (Time)
+	columnOperator = "OPERATOR" // who acted
+	columnAction   = "ACTION"   // release, or extend and the TTL asked for
+	columnResult   = "RESULT"   // the outcome, and the error of a failed action
+	columnReason   = "REASON"   // as the operator gave it, Unknown when none
+	columnSeen     = "SEEN"     // the value the operator expected
 )
 
 // AuditColumns are the audit table's titles in order; AuditRow's cells follow it.
-var AuditColumns = []string{ColumnTime, ColumnOperator, ColumnAction, ColumnKey, ColumnResult, ColumnReason, ColumnSeen}
+var AuditColumns = []string{columnTime, columnOperator, columnAction, ColumnKey, columnResult, columnReason, columnSeen}
 
 // auditErrorMax is how much of a failed action's error the RESULT cell keeps.
 const auditErrorMax = 60
@@ -29,7 +29,7 @@ func AuditRow(r actions.AuditRecord, redact func(string) string) []string {
 	}
 	result := string(r.Result)
 	if r.Error != "" {
-		result += ": " + Clip(redact(r.Error), auditErrorMax)
+		result += ": " + clip(redact(r.Error), auditErrorMax)
 	}
 	return []string{Time(r.Time), r.Operator, action, r.Key, result, OrUnknown(r.Reason), r.Seen}
 }

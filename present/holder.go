@@ -46,7 +46,7 @@ func Holder(value string, l *scanner.Lock, now time.Time) string {
 	case l != nil && l.Meta() != "":
 		return l.Meta()
 	}
-	return `value "` + Clip(value, holderValueMax) + `"`
+	return `value "` + clip(value, holderValueMax) + `"`
 }
 
 // Owner is one holder entry of a redisson lock: its id and re-entry count, `uuid:1 ×2`.

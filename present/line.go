@@ -3,6 +3,8 @@ package present
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"time"
 )
 
 // Safe is text that may be printed as is: composed by Sprintf, so every piece of it from
@@ -16,12 +18,11 @@ type Cut struct {
 }
 
 // Sprintf is the one way lockscope renders a line of text output: like fmt.Sprintf, except
-// that every argument that is text is taken as text from outside (Redis, the command line, a
-// server's error) and made safe with SafeText first: a string or a value of any named string
-// type (an audit record's action and result come from Redis too), an error's message, and a
-// Cut, which is also cut. Only a Safe argument (a part composed by Sprintf) is trusted as is;
-// numbers, durations and times are formatted as fmt does. So a %q of a string argument quotes
-// its escaped form: `"\\x1b[2J"`.
+// that it trusts nothing but Safe parts (composed by Sprintf or Quote) and numbers: a string,
+// a value of any named string type (an audit record's action and result come from Redis too),
+// a Cut (also cut) and anything else it would print as text go through SafeText first. An
+// error's message is escaped the same way except that its backslashes stay: Go's own errors
+// (flag parsing, %q in a message) already quote with them, and doubling would garble them.
 func Sprintf(format string, args ...any) Safe {
 	safe := make([]any, len(args))
 	for i, a := range args {
@@ -31,14 +32,27 @@ func Sprintf(format string, args ...any) Safe {
 		case Cut:
 			safe[i] = SafeText(a.Text, a.Max)
 		case error:
-			safe[i] = SafeText(a.Error(), 0)
+			safe[i] = safeMessage(a.Error())
+		case time.Duration, time.Time:
+			safe[i] = a
 		default:
-			if v := reflect.ValueOf(a); v.Kind() == reflect.String {
-				safe[i] = SafeText(v.String(), 0)
-			} else {
+			switch v := reflect.ValueOf(a); v.Kind() {
+			case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 				safe[i] = a
+			case reflect.String:
+				safe[i] = SafeText(v.String(), 0)
+			default:
+				safe[i] = SafeText(fmt.Sprint(a), 0)
 			}
 		}
 	}
 	return Safe(fmt.Sprintf(format, safe...))
+}
+
+// Quote is text from outside in double quotes, made safe by SafeText and cut at max runes (max
+// <= 0: whole), with a `"` in it escaped too, so the quotes show where it ends. Use it instead
+// of %q, which would escape SafeText's escapes again.
+func Quote(s string, max int) Safe {
+	return Safe(`"` + strings.ReplaceAll(SafeText(s, max), `"`, `\"`) + `"`)
 }

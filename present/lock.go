@@ -158,3 +158,17 @@ func Value(l *scanner.Lock, max int) string {
 	}
 	return s
 }
+
+// QuorumAgreement is the long form of a Redlock lock's quorum, where it is shown in full
+// (`show`, the TUI's detail pane): "2/3 agree, 2 needed"; QuorumVerdict follows it.
+func QuorumAgreement(q *scanner.Quorum) string {
+	return fmt.Sprintf("%d/%d agree, %d needed", q.Agree, q.Total, q.Needed)
+}
+
+// QuorumVerdict is "reached" or "NOT reached".
+func QuorumVerdict(q *scanner.Quorum) string {
+	if q.Reached {
+		return "reached"
+	}
+	return "NOT reached"
+}

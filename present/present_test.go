@@ -1,6 +1,7 @@
 package present
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -106,5 +107,24 @@ func TestSortOrders(t *testing.T) {
 	}
 	if _, err := ParseSort("size"); err == nil {
 		t.Error("ParseSort accepted an unknown order")
+	}
+}
+
+func TestSprintfEscapesOnceAndFailsClosed(t *testing.T) {
+	cases := []struct {
+		got  Safe
+		want string
+	}{
+		// Go's errors quote with backslashes already: kept, the control character escaped.
+		{Sprintf("%s", errors.New(`open C:\certs: "x`+"\x1b"+`"`)), `open C:\certs: "x\x1b"`},
+		{Sprintf("value %s", Quote(`a"b\`+"\x1b", 0)), `value "a\"b\\\x1b"`},
+		{Sprintf("%s", []byte("\x1b[2J")), `[27 91 50 74]`},
+		{Sprintf("%v", []string{"\x1b"}), `[\x1b]`},
+		{Sprintf("%d %v %s", 3, true, Safe("\t")), "3 true \t"},
+	}
+	for i, c := range cases {
+		if string(c.got) != c.want {
+			t.Errorf("case %d: %q, want %q", i, c.got, c.want)
+		}
 	}
 }

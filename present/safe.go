@@ -12,15 +12,24 @@ import (
 // `\\`, control characters become \n, \t, \r or \xNN, invalid UTF-8 bytes become \xNN and other
 // non-printable runes \uNNNN. When the result would exceed max runes (max > 0), it is cut and
 // ends with a marker saying how many bytes of s were left out: "…(+123 bytes)".
-func SafeText(s string, max int) string {
-	if max <= 0 && isPlainPrintable(s) || max > 0 && len(s) <= max && isPlainPrintable(s) {
+func SafeText(s string, max int) string { return safeText(s, max, false) }
+
+// safeMessage is SafeText for an error message, whole, leaving its backslashes as they are
+// (see Sprintf).
+func safeMessage(s string) string { return safeText(s, 0, true) }
+
+func safeText(s string, max int, keepBackslash bool) string {
+	if max <= 0 && isPlainPrintable(s, keepBackslash) || max > 0 && len(s) <= max && isPlainPrintable(s, keepBackslash) {
 		return s // the common case allocates nothing
 	}
 	var sb strings.Builder
 	runes := 0
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		piece := escapeRune(s[i], r, size)
+		piece := `\`
+		if r != '\\' || !keepBackslash {
+			piece = escapeRune(s[i], r, size)
+		}
 		n := utf8.RuneCountInString(piece)
 		if max > 0 && runes+n > max {
 			sb.WriteString("…(+")
@@ -62,20 +71,21 @@ func hex2(b byte) string {
 	return string([]byte{digits[b>>4], digits[b&0xf]})
 }
 
-// isPlainPrintable reports whether s is printable ASCII without a backslash.
-func isPlainPrintable(s string) bool {
+// isPlainPrintable reports whether s is printable ASCII without a backslash (unless
+// backslashes are kept).
+func isPlainPrintable(s string, keepBackslash bool) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' && !keepBackslash {
 			return false
 		}
 	}
 	return true
 }
 
-// Clip cuts s to at most max runes (max > 0), ending with the marker SafeText uses,
+// clip cuts s to at most max runes (max > 0), ending with the marker SafeText uses,
 // "…(+123 bytes)", and leaves it as read: for text composed into a line that SafeText renders
 // later (the TUI's notices, escaped when drawn).
-func Clip(s string, max int) string {
+func clip(s string, max int) string {
 	if max <= 0 || utf8.RuneCountInString(s) <= max {
 		return s
 	}

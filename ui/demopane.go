@@ -233,7 +233,7 @@ func (p demoPane) View(width, height int, st styles) string {
 	var bottom []string
 	if len(s.Events) > 0 {
 		ev := s.Events[len(s.Events)-1]
-		bottom = append(bottom, st.dim.Render(ev.At.Format("15:04:05")+" ")+ev.Text)
+		bottom = append(bottom, st.dim.Render(ev.At.Format("15:04:05")+" ")+present.SafeText(ev.Text, 0)) // may quote a server's error
 	}
 	if p.notice != "" {
 		bottom = append(bottom, st.noticeBad.Render(present.SafeText(p.notice, 0))) // the error may quote a server

@@ -97,11 +97,11 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		}
 	}
 	if q := l.Quorum; q != nil {
-		verdict := st.connOK.Render("reached")
+		verdict := st.connOK.Render(present.QuorumVerdict(q))
 		if !q.Reached {
-			verdict = st.connBad.Render("NOT reached")
+			verdict = st.connBad.Render(present.QuorumVerdict(q))
 		}
-		addStyled("quorum", fmt.Sprintf("%d/%d agree, %d needed: ", q.Agree, q.Total, q.Needed)+verdict)
+		addStyled("quorum", present.QuorumAgreement(q)+": "+verdict)
 	}
 	return fitBlock(strings.Join(lines, "\n"), width, height)
 }

@@ -63,18 +63,22 @@ func markdownFiles(t *testing.T) []string {
 	return files
 }
 
+// goFence opens a Go block in any of markdown's spellings: ```go, ~~~go, ```golang, ```Go {.x}.
+var goFence = regexp.MustCompile(`(?i)^(` + "```" + `|~~~)\s*go(lang)?\b`)
+
 // checkSnippets compares every ```go block of a markdown text with the example its marker
 // names; it returns the text with every marked block replaced by its example.
 func checkSnippets(text string, examples map[string]string) (updated string, problems []string) {
 	lines := strings.Split(text, "\n")
 	var out []string
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != "```go" {
+		fence := goFence.FindString(strings.TrimSpace(lines[i]))
+		if fence == "" {
 			out = append(out, lines[i])
 			continue
 		}
 		end := i + 1
-		for end < len(lines) && strings.TrimSpace(lines[end]) != "```" {
+		for end < len(lines) && strings.TrimSpace(lines[end]) != fence[:3] {
 			end++
 		}
 		block := strings.Join(lines[i+1:end], "\n")
@@ -177,15 +181,20 @@ func fileExamples(t *testing.T, file string) map[string]string {
 		}
 		body := string(src[fset.Position(fn.Body.Lbrace).Offset+1 : fset.Position(fn.Body.Rbrace).Offset])
 		var lines []string
+		runs := false // go test runs an example only when it has an output comment
 		for _, line := range strings.Split(body, "\n") {
 			trimmed := strings.TrimSpace(line)
 			if strings.HasPrefix(trimmed, "// Output:") || strings.HasPrefix(trimmed, "// Unordered output:") {
+				runs = true
 				break
 			}
 			if strings.Contains(line, "// setup") {
 				continue
 			}
 			lines = append(lines, strings.TrimPrefix(line, "\t"))
+		}
+		if !runs {
+			t.Errorf("%s: %s has no // Output: comment, so go test compiles it but never runs it", file, fn.Name.Name)
 		}
 		bodies[fn.Name.Name] = strings.Trim(strings.Join(lines, "\n"), "\n")
 	}
