@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -135,7 +133,7 @@ func (l *Lock) renewed(start, validUntil time.Time, err error) error {
 	}
 	l.mu.Unlock()
 	if passed {
-		l.lose(ErrValidityPassed)
+		l.lose(l.validityPassedErr())
 		if lost := l.Err(); lost != nil {
 			return lost
 		}
@@ -194,22 +192,25 @@ func (l *Lock) validityPassed() {
 	early := time.Now().Before(l.validUntil) // a renewal moved the deadline meanwhile
 	l.mu.Unlock()
 	if !early {
-		l.lose(ErrValidityPassed)
+		l.lose(l.validityPassedErr())
 	}
 }
 
-// lose marks the lock lost once: Err is set, Lost() closes, the watchdog stops.
+// validityPassedErr is the reason a lock whose deadline passed is lost, naming its key as
+// every reason given to lose does.
+func (l *Lock) validityPassedErr() error {
+	return fmt.Errorf("%q: %w", l.h.key, ErrValidityPassed)
+}
+
+// lose marks the lock lost once: Err is set, Lost() closes, the watchdog stops. reason
+// names the key.
 func (l *Lock) lose(reason error) {
 	l.mu.Lock()
 	if l.released || l.err != nil {
 		l.mu.Unlock()
 		return
 	}
-	if strings.Contains(reason.Error(), strconv.Quote(l.h.key)) {
-		l.err = fmt.Errorf("%w: %w", ErrLost, reason) // the reason names the key already
-	} else {
-		l.err = fmt.Errorf("%w: %q: %w", ErrLost, l.h.key, reason)
-	}
+	l.err = fmt.Errorf("%w: %w", ErrLost, reason)
 	close(l.lost)
 	l.expiry.Stop()
 	dog := l.dog
