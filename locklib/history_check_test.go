@@ -708,7 +708,7 @@ func (h *history) checkLeaks(x historyIndex) []string {
 				if text == "" {
 					continue
 				}
-				id := key + "\x00" + valueID(reads[0].value)
+				id := key + "\x00" + protocol.BaseOf(reads[0].value)
 				if l := leaks[id]; l != nil {
 					l.last, l.n = r, l.n+1
 					continue
@@ -728,23 +728,15 @@ func (h *history) checkLeaks(x historyIndex) []string {
 	return out
 }
 
-// valueID names what a value belongs to: a Lock's value, or a re-entrant owner's value
-// whatever its count.
-func valueID(value string) string {
-	if v, err := protocol.ParseValue(value); err == nil {
-		return v.Base()
-	}
-	return value
-}
-
-// byValue splits the reads of round r that found a value by valueID, in instance order.
+// byValue splits the reads of round r that found a value by what it belongs to (a Lock, or
+// a re-entrant owner whatever its count: protocol.BaseOf), in instance order.
 func byValue(r sampleRound) []sampleRound {
 	var out []sampleRound
 	for _, s := range r {
 		if s.value == "" {
 			continue
 		}
-		i := slices.IndexFunc(out, func(g sampleRound) bool { return valueID(g[0].value) == valueID(s.value) })
+		i := slices.IndexFunc(out, func(g sampleRound) bool { return protocol.BaseOf(g[0].value) == protocol.BaseOf(s.value) })
 		if i < 0 {
 			out = append(out, sampleRound{s})
 		} else {

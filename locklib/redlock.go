@@ -204,7 +204,7 @@ func (s *redlockStore) release(ctx context.Context, h hold) error {
 	}
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, targets, timeout, func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, h, protocol.RedlockReleasedChannel, true)
+		return s.releaseOn(ctx, i, h, true)
 	}, func(got []instanceReply[int64]) bool {
 		released, notHeld := tally(got)
 		return !h.reentrant && released >= s.quorum || notHeld > n-s.quorum || s.onlyDownLeft(func(i int) bool {
@@ -225,16 +225,16 @@ func (s *redlockStore) release(ctx context.Context, h hold) error {
 }
 
 // releaseOn runs the release script on instance i: -1 not held, -2 a copy of this release
-// ran already, 0 deleted, else the re-entry levels left. A deleted key is announced on
-// channel, unless it is "". record says whether the release ends h's operation (false for
-// the undo of one attempt, after which the Obtain goes on).
-func (s *redlockStore) releaseOn(ctx context.Context, i int, h hold, channel string, record bool) (int64, error) {
-	reentrant, rec := "0", "0"
+// ran already, 0 deleted, else the re-entry levels left. A release (final) ends h's operation
+// and announces a deleted key to Redlock waiters; the undo of one attempt (final false) does
+// neither, for the Obtain goes on.
+func (s *redlockStore) releaseOn(ctx context.Context, i int, h hold, final bool) (int64, error) {
+	reentrant, rec, channel := "0", "0", ""
 	if h.reentrant {
 		reentrant = "1"
 	}
-	if record {
-		rec = "1"
+	if final {
+		rec, channel = "1", protocol.RedlockReleasedChannel
 	}
 	keys := []string{h.key, protocol.LevelsKey(h.key), protocol.EndedKey(h.key)}
 	return scriptRedlockRelease.Run(ctx, s.clients[i], keys, h.match, reentrant, channel, h.op, rec).Int64()

@@ -269,7 +269,7 @@ func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 		match = protocol.BaseOf(a.value) // the script knows a re-entrant owner by its rand
 	}
 	_, _ = fanOut(context.Background(), s, targets, s.instanceTimeout(0), func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}, "", false)
+		return s.releaseOn(ctx, i, hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}, false)
 	}, nil)
 }
 

@@ -222,10 +222,10 @@ func (s *singleStore) handOver(key, entry, written, tokenText string, waiters in
 	if !ok || err != nil || written == "" {
 		return // not ours to decode: the waiter finds its value in the key on its next poll
 	}
-	g := grant{key: key, value: written, token: token, validUntil: sent.Add(ttl), waiters: waiters}
+	g := grant{value: written, token: token, validUntil: sent.Add(ttl), waiters: waiters}
 	if s.hub.handOver(op, g) == handedToAbandoned {
 		s.cleanUpLater(func(ctx context.Context) error {
-			return retrying(ctx, func(ctx context.Context) error { return s.leave(ctx, key, op, "", written, false) })
+			return s.leave(ctx, key, op, "", written, false)
 		})
 	}
 }
@@ -279,20 +279,23 @@ func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
 		}
 		entry = protocol.QueueEntry(req.op, req.ttl, queued.String())
 	}
-	return retrying(ctx, func(ctx context.Context) error { return s.leave(ctx, req.key, req.op, entry, match, req.reentrant) })
+	return s.leave(ctx, req.key, req.op, entry, match, req.reentrant)
 }
 
-// leave runs leave.lua for operation op; match is the plain value, or a re-entrant owner's rand.
+// leave runs leave.lua for operation op, again when a broken connection lost it (it is safe
+// to repeat); match is the plain value, or a re-entrant owner's rand.
 func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, reentrant bool) error {
 	flag := "0"
 	if reentrant {
 		flag = "1"
 	}
 	keys := []string{key, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
-	if _, err := run(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64, nil); err != nil {
-		return backendError("leave queue", key, err)
-	}
-	return nil
+	return retrying(ctx, func(ctx context.Context) error {
+		if _, err := run(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64, nil); err != nil {
+			return backendError("leave queue", key, err)
+		}
+		return nil
+	})
 }
 
 // cleanUpLater runs f in the background, bounded like a release (best effort: what it fails

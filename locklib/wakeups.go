@@ -57,7 +57,6 @@ func newWakeHub(rdb redis.UniversalClient) *wakeHub {
 
 // grant is a lock the release script wrote for one of this client's waiters.
 type grant struct {
-	key        string
 	value      string // the value the release script wrote (its timestamp is the server's)
 	token      int64
 	validUntil time.Time // send time of the release + ttl: the hand-off happened later
@@ -352,10 +351,7 @@ func (w *redlockWakeups) released(key, value string) {
 		return
 	}
 	w.woken[key] = value
-	select {
-	case waiters[0].signal <- struct{}{}:
-	default: // already signalled
-	}
+	signal(waiters[0].signal)
 }
 
 // startsWaiting reports whether the Obtain with this signal has just found key taken for the

@@ -29,8 +29,6 @@ func Sprintf(format string, args ...any) Safe {
 		switch a := a.(type) {
 		case Safe:
 			safe[i] = string(a)
-		case string: // the common case, without reflection
-			safe[i] = SafeText(a, 0)
 		case Cut:
 			safe[i] = SafeText(a.Text, a.Max)
 		case error:

@@ -25,9 +25,11 @@ import (
 //   - a lost request: the connection broke before the command reached the server;
 //   - a held reply: the reply arrives late, after replies on other connections (a stalled
 //     request; two requests answered in the other order than they ran);
+//   - a delayed request: it is stuck on its way while later ones, on other connections,
+//     overtake it;
 //   - latency on every request.
 //
-// One-shot rules (DropReply, LoseRequest, HoldReply) hit the next command that matches and
+// One-shot rules (DropReply, LoseRequest, HoldReply, DelayRequest) hit the next command that matches and
 // make a fault happen exactly where a test wants it; SetRandom makes faults happen at random,
 // for histories. Faults only touch commands: PING, AUTH, HELLO and pub/sub traffic pass.
 type Faults struct {
@@ -45,8 +47,10 @@ type RandomFaults struct {
 	LostRequest float64       // probability that the request never reaches the server
 	HeldReply   float64       // probability that the reply is held back for up to HoldMax
 	HoldMax     time.Duration // the longest a reply is held
-	Delay       time.Duration // every write waits a uniform [0, Delay) first
-	Match       func(cmd []string) bool
+	// Delay: every command this entry matches (and, for the first entry, every command
+	// none matches) waits a uniform [0, Delay) first.
+	Delay time.Duration
+	Match func(cmd []string) bool
 }
 
 // FaultStats counts the faults injected so far.
@@ -90,14 +94,13 @@ const (
 	faultLostReply
 	faultLostRequest
 	faultHeldReply
-	faultDelayedRequest
 )
 
 type faultRule struct {
 	match func(cmd []string) bool
 	kind  faultKind
 	until <-chan struct{} // faultHeldReply: released when closed
-	delay time.Duration   // faultDelayedRequest
+	delay time.Duration   // added to the command's delay
 	fired chan struct{}
 }
 
@@ -145,7 +148,7 @@ func (f *Faults) LoseRequest(match func(cmd []string) bool) <-chan struct{} {
 // DelayRequest delays the next command matching match by d on its way to the server (a
 // request stuck in the network while later ones, on other connections, overtake it).
 func (f *Faults) DelayRequest(match func(cmd []string) bool, d time.Duration) <-chan struct{} {
-	return f.add(&faultRule{match: match, kind: faultDelayedRequest, delay: d})
+	return f.add(&faultRule{match: match, kind: faultNone, delay: d})
 }
 
 // HoldReply holds the reply of the next command matching match until until is closed (the
@@ -197,10 +200,7 @@ func (f *Faults) decide(cmd []string) (faultKind, <-chan struct{}, time.Duration
 			f.rules = append(f.rules[:i:i], f.rules[i+1:]...)
 			f.count(r.kind)
 			close(r.fired)
-			if r.kind == faultDelayedRequest {
-				return faultNone, nil, delay + r.delay, 0
-			}
-			return r.kind, r.until, delay, 0
+			return r.kind, r.until, delay + r.delay, 0
 		}
 	}
 	if !matched {

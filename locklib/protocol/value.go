@@ -161,13 +161,15 @@ func parseCount(s string) (int, bool) {
 	if s == "" || s[0] == '0' {
 		return 0, false
 	}
+	n := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
+		d := int(s[i] - '0')
+		if s[i] < '0' || s[i] > '9' || n > (math.MaxInt-d)/10 {
+			return 0, false // strconv.Atoi's error would allocate
 		}
+		n = n*10 + d
 	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil
+	return n, true
 }
 
 func isRand(s string) bool {

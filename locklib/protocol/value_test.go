@@ -66,6 +66,7 @@ func TestParseValueAllocatesNothing(t *testing.T) {
 		"6ba7b810-9dad-11d1-80b4-00c04fd430c8", // rejected: not locklib's
 		"n:t:notanumber:0123456789abcdef",
 		"n:t:1:0123456789abcdef:01",
+		"n:t:1:0123456789abcdef:99999999999999999999", // a count past MaxInt: rejected
 	} {
 		if n := testing.AllocsPerRun(100, func() { _, _ = ParseValue(s) }); n != 0 {
 			t.Errorf("ParseValue(%q): %v allocations", s, n)
