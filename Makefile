@@ -6,8 +6,8 @@ FUZZTIME ?= 5s
 
 test: deps fmt-check tidy-check vet lint unit fuzz
 
-# The inner loop: every package's tests with -short (the slow end-to-end, soak-like and
-# million-key tests skip or shrink), well under a minute on 2 cores.
+# The inner loop: every package's tests with -short (the histories and the slow
+# end-to-end, cluster and restart tests skip: redistest.Slow), under a minute on 2 cores.
 short: deps
 	$(GO) test -race -short ./...
 

@@ -95,10 +95,7 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 			at := r.Time.UTC().Format(time.RFC3339Nano)
 			j.Time = &at
 		}
-		if r.Error != "" {
-			msg := present.SafeText(t.Redact(r.Error), 0)
-			j.Error = &msg
-		}
+		j.Error = optionalText(t.Redact(r.Error))
 		if r.Action == actions.ActionExtend {
 			ms := r.TTL.Milliseconds()
 			j.TTLMs = &ms
@@ -124,7 +121,7 @@ func writeAuditTable(w io.Writer, records []actions.AuditRecord, redact func(str
 		cells := present.AuditRow(r, redact)
 		line := make([]string, len(cells))
 		for i, c := range cells {
-			line[i] = string(present.Sprintf("%s", present.Cut{Text: c, Max: widths[i]}))
+			line[i] = present.SafeText(c, widths[i])
 		}
 		printf(tw, "%s\n", present.Safe(strings.Join(line, "\t")))
 	}

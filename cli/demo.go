@@ -171,7 +171,7 @@ func demoServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.
 	if err != nil {
 		return demo.Servers{}, connect.Target{}, func() {}, err
 	}
-	if redlock := opts.Redlock; redlock > 0 && redlock != len(view.Clients) || redlock > 1 && view.Mode == connect.Cluster {
+	if redlock := opts.Redlock; redlock > 0 && redlock != len(view.Clients) { // a cluster is one client
 		view.Close()
 		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage,
 			fmt.Errorf("--redlock %d with --redis: give %d --redis URLs of independent servers (got %d)", redlock, redlock, len(view.Addrs)))

@@ -7,19 +7,13 @@ import (
 
 func newExtendCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	opts := &actionOptions{IO: ios, Action: actions.ActionExtend}
-	cmd := &cobra.Command{
+	cmd := newActionCmd(&cobra.Command{
 		Use:   "extend KEY --ttl 30s",
 		Short: "Set a lock's TTL, only if it still holds the value you saw (compare-and-PEXPIRE)",
 		Long: "Set a lock's TTL with a compare-and-PEXPIRE: only if it still holds the expected value.\n" +
 			"Without --expect the current value is read, shown, and confirmed on the terminal (or by --yes).\n" +
 			"Exit codes: 0 extended, 4 changed hands (nothing changed), 5 already gone.",
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.fill(cmd, getenv, args[0])
-			return runAction(cmd.Context(), opts)
-		},
-	}
+	}, opts, getenv)
 	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "the new TTL, e.g. 30s (required)")
-	addActionFlags(cmd, opts)
 	return cmd
 }

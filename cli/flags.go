@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
@@ -30,11 +31,7 @@ const (
 	envPassword = "LOCKSCOPE_PASSWORD" // password for URLs that carry none
 )
 
-const (
-	defaultRedisURL   = "redis://127.0.0.1:6379"
-	defaultPattern    = "lock:*"
-	defaultStuckAfter = 5 * time.Minute
-)
+const defaultRedisURL = "redis://127.0.0.1:6379"
 
 // addConnectionFlags registers the shared connection flags on root as persistent flags.
 // --redis has no flag default on purpose: $REDIS_URL may hold a password and cobra would print
@@ -46,9 +43,9 @@ func addConnectionFlags(root *cobra.Command) {
 	f.Bool(flagCluster, false, "the --redis URL(s) are seeds of a Redis Cluster")
 	f.String(flagTLSCA, "", "PEM file of the CA that signs the servers' TLS certificates (implies TLS)")
 	f.Bool(flagTLSInsecure, false, "do not verify the servers' TLS certificates (implies TLS)")
-	f.String(flagPattern, defaultPattern, "key pattern of the locks (SCAN MATCH)")
+	f.String(flagPattern, scanner.DefaultPattern, "key pattern of the locks (SCAN MATCH)")
 	f.Bool(flagReadOnly, false, "refuse every action that changes Redis (exit code 3)")
-	f.Duration(flagStuckAfter, defaultStuckAfter, "flag locks held longer than this as stuck")
+	f.Duration(flagStuckAfter, present.DefaultStuckAfter, "flag locks held longer than this as stuck")
 	f.String(flagOperator, "", "operator name recorded in the audit trail (default: OS user@host)")
 	// Bad flags are usage errors (exit code 2), in every subcommand.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitUsage, err) })
@@ -82,14 +79,10 @@ func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection 
 	c.Config.TLSCAFile, _ = f.GetString(flagTLSCA)
 	c.Config.TLSInsecure, _ = f.GetBool(flagTLSInsecure)
 	c.Config.Password = getenv(envPassword)
-	if c.Pattern, _ = f.GetString(flagPattern); c.Pattern == "" {
-		c.Pattern = defaultPattern
-	}
+	c.Pattern, _ = f.GetString(flagPattern) // "" is scanner.New's default
 	c.ReadOnly, _ = f.GetBool(flagReadOnly)
-	if d, err := f.GetDuration(flagStuckAfter); err == nil && d > 0 {
-		c.StuckAfter = d
-	} else {
-		c.StuckAfter = defaultStuckAfter
+	if c.StuckAfter, _ = f.GetDuration(flagStuckAfter); c.StuckAfter <= 0 {
+		c.StuckAfter = present.DefaultStuckAfter
 	}
 	c.Operator, _ = f.GetString(flagOperator)
 	return c

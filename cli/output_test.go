@@ -10,8 +10,9 @@ import (
 )
 
 // TestTextOutputGoesThroughPrintf keeps printf the one way the CLI writes text: a direct
-// fmt.Fprint, Print or io.WriteString elsewhere in the package could print text from Redis
-// unescaped. (JSON goes through encoding/json, which escapes control characters itself.)
+// fmt.Fprint, a cobra cmd.Print, a Write or io.WriteString elsewhere in the package could
+// print text from Redis unescaped. (JSON goes through encoding/json, which escapes control
+// characters itself.)
 func TestTextOutputGoesThroughPrintf(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -35,17 +36,18 @@ func TestTextOutputGoesThroughPrintf(t *testing.T) {
 			if !ok {
 				return true
 			}
-			pkg, _ := sel.X.(*ast.Ident)
-			direct := pkg != nil && (pkg.Name == "fmt" && strings.HasPrefix(sel.Sel.Name, "Print") ||
-				pkg.Name == "fmt" && strings.HasPrefix(sel.Sel.Name, "Fprint") ||
-				pkg.Name == "io" && sel.Sel.Name == "WriteString")
-			if direct || sel.Sel.Name == "Write" || sel.Sel.Name == "WriteString" {
+			name := sel.Sel.Name
+			writes := strings.HasPrefix(name, "Print") || strings.HasPrefix(name, "Fprint") || strings.HasPrefix(name, "Write")
+			if writes && !allowedWriters[exprName(sel.X)+"."+name] {
 				t.Errorf("%s: %s.%s writes text past printf (cli/output.go)", fset.Position(call.Pos()), exprName(sel.X), sel.Sel.Name)
 			}
 			return true
 		})
 	}
 }
+
+// allowedWriters write text that is not read from Redis: the demo's own summary of its run.
+var allowedWriters = map[string]bool{"summary.WriteJSON": true, "summary.WriteText": true}
 
 func exprName(e ast.Expr) string {
 	if id, ok := e.(*ast.Ident); ok {

@@ -19,29 +19,28 @@ import (
 )
 
 func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
-	opts := &actionOptions{IO: ios, Action: actions.ActionRelease}
-	cmd := &cobra.Command{
+	return newActionCmd(&cobra.Command{
 		Use:   "release KEY",
 		Short: "Force-release a lock: delete it only if it still holds the value you saw",
 		Long: "Force-release a lock with a compare-and-delete: the key is deleted only if it still holds the\n" +
 			"expected value. Without --expect the current value is read, shown, and confirmed on the terminal\n" +
 			"(or by --yes). Exit codes: 0 released, 4 changed hands (nothing deleted), 5 already gone.",
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.fill(cmd, getenv, args[0])
-			return runAction(cmd.Context(), opts)
-		},
-	}
-	addActionFlags(cmd, opts)
-	return cmd
+	}, &actionOptions{IO: ios, Action: actions.ActionRelease}, getenv)
 }
 
-// addActionFlags registers the flags release and extend share.
-func addActionFlags(cmd *cobra.Command, opts *actionOptions) {
+// newActionCmd completes cmd as release or extend of KEY: the arguments, the flags they share,
+// and the run.
+func newActionCmd(cmd *cobra.Command, opts *actionOptions, getenv func(string) string) *cobra.Command {
+	cmd.Args = usageArgs(cobra.ExactArgs(1))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.fill(cmd, getenv, args[0])
+		return runAction(cmd.Context(), opts)
+	}
 	cmd.Flags().StringVar(&opts.Expect, "expect", "", "act only if the lock holds exactly this value (no read, no prompt)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, recorded in the audit trail")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	return cmd
 }
 
 // actionOptions is `lockscope release KEY` or `lockscope extend KEY`.

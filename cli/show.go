@@ -144,8 +144,8 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	row("fence", present.Ordinal(l.Fence, l.HasFence))
 	row("waiters", present.Ordinal(int64(l.Waiters), l.HasWaiters))
 	row("value", present.Safe(present.Value(l, 0)))
-	if decodedValue(l) != nil {
-		row("decoded", decodedText(l))
+	if d, ok := decodedText(l); ok {
+		row("decoded", d)
 	}
 	if q := l.Quorum; q != nil {
 		row("quorum", present.QuorumAgreement(q)+": "+present.QuorumVerdict(q))
@@ -160,17 +160,22 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 	return tw.Flush()
 }
 
-// decodedText is the decoded line of a lock whose value decodes (decodedValue is not nil).
-func decodedText(l *scanner.Lock) present.Safe {
+// decodedText is the decoded line of a lock, when its value decodes (as decodedValue).
+func decodedText(l *scanner.Lock) (present.Safe, bool) {
 	switch l.Format {
 	case scanner.FormatRedisson:
-		return present.Sprintf("owners %s", present.Owners(l.Owners))
+		return present.Sprintf("owners %s", present.Owners(l.Owners)), true
 	case scanner.FormatLockscope:
-		v, _ := protocol.ParseValue(l.Value)
+		v, err := protocol.ParseValue(l.Value)
+		if err != nil {
+			return "", false
+		}
 		return present.Sprintf("node=%s trace=%s acquired_at=%s rand=%s count=%d",
-			v.Node, v.Trace, present.Time(v.AcquiredAt), v.Rand, v.Count)
+			v.Node, v.Trace, present.Time(v.AcquiredAt), v.Rand, v.Count), true
+	case scanner.FormatBSM:
+		return present.Sprintf("token=%s meta=%s", l.Token(), l.Meta()), true
 	}
-	return present.Sprintf("token=%s meta=%s", l.Token(), l.Meta())
+	return "", false
 }
 
 func instanceText(in scanner.Instance) present.Safe {

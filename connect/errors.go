@@ -26,8 +26,7 @@ var (
 // Error is a classified failure: one line for people, without passwords, that names the
 // server when it is known.
 type Error struct {
-	Kind error  // ErrBadConfig, ErrUnreachable, ErrAuth, ErrPermission, or nil: not a connection failure
-	Addr string // the server, when known
+	Kind error // ErrBadConfig, ErrUnreachable, ErrAuth, ErrPermission, or nil: not a connection failure
 	msg  string
 	err  error
 }
@@ -42,10 +41,10 @@ func (e *Error) Is(target error) bool { return e.Kind != nil && target == e.Kind
 
 // Classify turns an error met while talking to the target into an *Error: its kind and one
 // line without the target's passwords. An *Error comes back unchanged.
-func (t Target) Classify(err error) error { return t.ClassifyAt(err, "") }
+func (t Target) Classify(err error) error { return t.classifyAt(err, "") }
 
-// ClassifyAt is Classify for an error known to come from the server at addr.
-func (t Target) ClassifyAt(err error, addr string) error {
+// classifyAt is Classify for an error known to come from the server at addr.
+func (t Target) classifyAt(err error, addr string) error {
 	if err == nil {
 		return nil
 	}
@@ -57,7 +56,7 @@ func (t Target) ClassifyAt(err error, addr string) error {
 	if addr != "" {
 		at = " at " + addr
 	}
-	e := &Error{Addr: addr, err: err}
+	e := &Error{err: err}
 	switch {
 	case isAuthFailure(err, msg):
 		e.Kind, e.msg = ErrAuth, fmt.Sprintf("authentication failed%s: %s (check the user and password in --redis or $LOCKSCOPE_PASSWORD)", at, msg)

@@ -27,10 +27,10 @@ func TestClassifyKinds(t *testing.T) {
 		{errors.New("something else"), nil, "something else"},
 	}
 	for _, c := range cases {
-		got := target.ClassifyAt(c.err, "h:1")
+		got := target.classifyAt(c.err, "h:1")
 		var e *Error
 		if !errors.As(got, &e) || e.Kind != c.kind || !strings.Contains(got.Error(), c.says) {
-			t.Errorf("ClassifyAt(%v) = %v (kind %v), want kind %v saying %q", c.err, got, e.Kind, c.kind, c.says)
+			t.Errorf("classifyAt(%v) = %v (kind %v), want kind %v saying %q", c.err, got, e.Kind, c.kind, c.says)
 		}
 		if c.kind != nil && !errors.Is(got, c.kind) {
 			t.Errorf("errors.Is(%v, %v) is false", got, c.kind)

@@ -182,7 +182,7 @@ func (t Target) ping(ctx context.Context) (down []error, err error) {
 			pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 			defer cancel()
 			if err := c.Ping(pctx).Err(); err != nil && !redis.IsPermissionError(err) {
-				errs[i] = t.ClassifyAt(err, t.Addrs[min(i, len(t.Addrs)-1)])
+				errs[i] = t.classifyAt(err, t.Addrs[min(i, len(t.Addrs)-1)])
 			}
 		})
 	}

@@ -17,10 +17,8 @@ func (s *secrets) add(p string) {
 
 // redact replaces every known password in msg with "***".
 func (s secrets) redact(msg string) string {
-	for _, p := range s {
-		if p != "" {
-			msg = strings.ReplaceAll(msg, p, "***")
-		}
+	for _, p := range s { // never "": add skips it
+		msg = strings.ReplaceAll(msg, p, "***")
 	}
 	return msg
 }

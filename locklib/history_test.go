@@ -25,7 +25,7 @@ import (
 // Release's time bound. A failure prints the seed, the first violations of each check with
 // a diagnosis, the file with all of them, and porcupine's visualization.
 //
-// LOCKLIB_HISTORY sets the duration (default 25s, 8s with -short; `make soak` runs 10m),
+// LOCKLIB_HISTORY sets the duration (default 25s, skipped with -short unless set; `make soak` runs 10m),
 // LOCKLIB_HISTORY_SEED the seed of every random choice (logged; timing still varies).
 func TestHistory(t *testing.T) {
 	dur, seed := historyParams(t, 25*time.Second)
@@ -62,7 +62,7 @@ const historyInstanceTimeout = 150 * time.Millisecond
 // (Redlock has none), validity against a majority of the instances, leaks of values held
 // on a majority (a stale key on a minority until its TTL is documented, docs/redlock.md),
 // Release's bound (one instance timeout), results. Same variables as TestHistory; the
-// default duration is 15s (5s with -short).
+// default duration is 15s (skipped with -short unless LOCKLIB_HISTORY is set).
 func TestHistoryRedlock(t *testing.T) {
 	dur, seed := historyParams(t, 15*time.Second)
 	// A plain attempt whose SET NX was sent again after a lost reply on two of the three

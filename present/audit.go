@@ -9,13 +9,13 @@ const (
 	columnTime     = "TIME"     // when the action was attempted (Time)
 	columnOperator = "OPERATOR" // who acted
 	columnAction   = "ACTION"   // release, or extend and the TTL asked for
-	columnResult   = "RESULT"   // the outcome, and the error of a failed action
+	ColumnResult   = "RESULT"   // the outcome, and the error of a failed action
 	columnReason   = "REASON"   // as the operator gave it, Unknown when none
 	columnSeen     = "SEEN"     // the value the operator expected
 )
 
 // AuditColumns are the audit table's titles in order; AuditRow's cells follow it.
-var AuditColumns = []string{columnTime, columnOperator, columnAction, ColumnKey, columnResult, columnReason, columnSeen}
+var AuditColumns = []string{columnTime, columnOperator, columnAction, ColumnKey, ColumnResult, columnReason, columnSeen}
 
 // auditErrorMax is how much of a failed action's error the RESULT cell keeps.
 const auditErrorMax = 60

@@ -2,6 +2,7 @@ package present
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,12 +52,16 @@ func InstanceTTL(in scanner.Instance) string {
 	return Duration(in.TTL)
 }
 
+// DefaultStuckAfter is how long a lock may be held before it is flagged stuck, unless the
+// operator says otherwise (--stuck-after).
+const DefaultStuckAfter = 5 * time.Minute
+
 // Ordinal is a count or token column (RE, FENCE, W): the number, or Unknown when there is none.
 func Ordinal(n int64, ok bool) string {
 	if !ok {
 		return Unknown
 	}
-	return fmt.Sprint(n)
+	return strconv.FormatInt(n, 10)
 }
 
 // OrUnknown is s, or Unknown when s is empty (HOLDER, TRACE).
@@ -153,7 +158,7 @@ var valueCut = fmt.Sprintf("…(truncated at %d bytes)", scanner.ValueCap)
 // its start was read. (Cut here, it ends with SafeText's marker instead.)
 func Value(l *scanner.Lock, max int) string {
 	s := SafeText(l.Value, max)
-	if l.Truncated && len(s) == len(SafeText(l.Value, 0)) {
+	if l.Truncated && (max <= 0 || len(s) == len(SafeText(l.Value, 0))) { // not cut here
 		s += valueCut
 	}
 	return s

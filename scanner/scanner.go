@@ -13,7 +13,7 @@ import (
 
 // Options tune a Scanner. The zero value gives the defaults.
 type Options struct {
-	Pattern  string        // SCAN MATCH pattern; default "lock:*"
+	Pattern  string        // SCAN MATCH pattern; default DefaultPattern
 	Count    int           // SCAN COUNT hint; default 1000
 	Interval time.Duration // Watch: time between full passes; default 2s
 	HashCap  int           // most fields read from a hash (HSCAN COUNT); default 64
@@ -106,10 +106,13 @@ type Scanner struct {
 	opts   Options
 }
 
+// DefaultPattern is the key pattern of a census when none is given: the keys of locks.
+const DefaultPattern = "lock:*"
+
 // New returns a Scanner for t; zero fields of opts take their defaults.
 func New(t connect.Target, opts Options) *Scanner {
 	if opts.Pattern == "" {
-		opts.Pattern = "lock:*"
+		opts.Pattern = DefaultPattern
 	}
 	if opts.Count <= 0 {
 		opts.Count = 1000

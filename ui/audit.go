@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -68,7 +69,7 @@ func (a auditView) view(width, height int, redact func(string) string, st styles
 }
 
 // auditResult is the index of the RESULT column, styled by the outcome.
-const auditResult = 4
+var auditResult = slices.Index(present.AuditColumns, present.ColumnResult)
 
 // auditColumnWidths are the widths of the rows' columns shown: their widest cell, at most
 // auditWidths.

@@ -82,7 +82,7 @@ func BenchmarkBuildViewMillionLocks(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = buildView(set.snapshot(), bc.q, t0, defaultStuckAfter)
+				_ = buildView(set.snapshot(), bc.q, t0, present.DefaultStuckAfter)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -89,7 +90,7 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 	}
 	stuck := o.StuckAfter
 	if stuck <= 0 {
-		stuck = defaultStuckAfter
+		stuck = present.DefaultStuckAfter
 	}
 	readOnly := o.ReadOnly || o.Admin == nil || o.Admin.ReadOnly()
 	m := &Model{

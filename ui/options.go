@@ -46,9 +46,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// defaultStuckAfter matches the CLI's --stuck-after default.
-const defaultStuckAfter = 5 * time.Minute
-
 // Run opens the console on the terminal and returns when the user quits or ctx ends.
 func Run(ctx context.Context, o Options) error {
 	if o.Scanner == nil {

@@ -116,7 +116,7 @@ func TestSafeRenderingOfHostileValuesInDialogNoticeAndLog(t *testing.T) {
 	m.dialog = nil
 	m.setNotice("releasing "+evil.Key+"…", false)
 	m.events.open = true
-	m.events.add(logEntry{at: t0, kind: "action", key: evil.Key, text: "released " + evil.Key})
+	m.events.add(logEntry{at: t0, kind: kindAction, key: evil.Key, text: "released " + evil.Key})
 	screen := m.View().Content
 	for what, out := range map[string]string{"dialog": dialog, "notice and log": screen} {
 		if strings.Contains(out, "\x1b[2J") || strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\x07") || strings.Contains(out, "\r") {

@@ -29,12 +29,14 @@ var snippetMarker = regexp.MustCompile(`^<!-- example: ([\w./-]+\.Example\w*) --
 // go test ./internal/docs -update-docs rewrites the snippets from the examples.
 func TestDocSnippetsAreExamples(t *testing.T) {
 	examples := exampleBodies(t)
+	checked := 0
 	for _, doc := range markdownFiles(t) {
 		text, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		updated, problems := checkSnippets(string(text), examples)
+		updated, blocks, problems := checkSnippets(string(text), examples)
+		checked += blocks
 		for _, p := range problems {
 			t.Errorf("%s: %s", doc, p)
 		}
@@ -44,6 +46,9 @@ func TestDocSnippetsAreExamples(t *testing.T) {
 			}
 			t.Logf("%s: snippets rewritten from the examples", doc)
 		}
+	}
+	if checked == 0 {
+		t.Fatal("no Go block found in README.md or docs/: the check checks nothing")
 	}
 }
 
@@ -67,8 +72,9 @@ func markdownFiles(t *testing.T) []string {
 var goFence = regexp.MustCompile(`(?i)^(` + "```" + `|~~~)\s*go(lang)?\b`)
 
 // checkSnippets compares every ```go block of a markdown text with the example its marker
-// names; it returns the text with every marked block replaced by its example.
-func checkSnippets(text string, examples map[string]string) (updated string, problems []string) {
+// names; it returns the text with every marked block replaced by its example, and how many
+// Go blocks it found.
+func checkSnippets(text string, examples map[string]string) (updated string, blocks int, problems []string) {
 	lines := strings.Split(text, "\n")
 	var out []string
 	for i := 0; i < len(lines); i++ {
@@ -81,6 +87,7 @@ func checkSnippets(text string, examples map[string]string) (updated string, pro
 		for end < len(lines) && strings.TrimSpace(lines[end]) != fence[:3] {
 			end++
 		}
+		blocks++
 		block := strings.Join(lines[i+1:end], "\n")
 		out = append(out, lines[i])
 		var m []string
@@ -110,7 +117,7 @@ func checkSnippets(text string, examples map[string]string) (updated string, pro
 		}
 		i = end
 	}
-	return strings.Join(out, "\n"), problems
+	return strings.Join(out, "\n"), blocks, problems
 }
 
 // exampleBodies maps "dir.ExampleName" to the body of every Example function in the
