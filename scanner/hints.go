@@ -3,41 +3,266 @@ package scanner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
-// hints subscribes to what may tell Watch early that a lock changed: locklib's events
-// channel, and keyspace notifications for the pattern (delivered only if the server has
-// notify-keyspace-events on; the scanner turns them on only with ConfigureNotifications).
-// The channel carries key names, drops hints when full, and ends with ctx. A cluster's
-// keyspace notifications are node-local, so only the events channel is used there.
-func (s *Scanner) hints(ctx context.Context, warn func(string)) <-chan string {
-	out := make(chan string, 256)
-	for i, c := range s.target.Clients {
-		if s.opts.ConfigureNotifications && s.target.Mode != connect.Cluster {
-			if err := enableNotifications(ctx, c); err != nil {
-				warn("could not enable keyspace notifications on " + s.addr(i) + ": " + err.Error())
-			}
-		}
-		sub := c.Subscribe(ctx, protocol.EventsChannel)
-		if s.target.Mode != connect.Cluster {
-			if err := sub.PSubscribe(ctx, "__keyspace@*__:"+s.opts.Pattern); err != nil {
-				warn("keyspace notifications unavailable on " + s.addr(i) + ": " + err.Error())
-			}
-		}
-		go s.forwardHints(ctx, sub, out)
-		if s.target.Mode == connect.Cluster {
-			break // one subscription sees every node's PUBLISH
+// Mechanism is how Watch hears, between passes, that a key on one server changed.
+type Mechanism string
+
+const (
+	// FollowNotifications: keyspace notifications for the pattern (the server has
+	// notify-keyspace-events on for them, or Options.ConfigureNotifications turned them on).
+	FollowNotifications Mechanism = "notifications"
+	// FollowTracking: CLIENT TRACKING in broadcast mode for the pattern's literal prefix
+	// (Redis 6 and later), redirected to the subscriber connection itself: creations,
+	// deletions, expirations and TTL changes, with no server configuration.
+	FollowTracking Mechanism = "tracking"
+	// FollowEvents: locklib's events channel only (the server refused the others). Other
+	// clients' changes wait for the background re-scan, and a key is re-read when its TTL
+	// runs out.
+	FollowEvents Mechanism = "events"
+)
+
+// ServerFollow is how one server (the standalone server, a cluster master, a Redlock
+// instance) is followed.
+type ServerFollow struct {
+	Addr      string
+	Mechanism Mechanism
+}
+
+// Following says how fresh Watch keeps the census between passes.
+type Following struct {
+	Servers []ServerFollow // in address order
+	Budget  float64        // Options.ScanBudget
+	// Rescan is how far the background re-scan is, from 0 to 1 (its keys so far against
+	// the last complete pass's); 0 while none runs.
+	Rescan float64
+}
+
+// Summary names the mechanisms in use: "tracking", or "tracking+events" when the servers
+// differ; "" before any server is followed.
+func (f Following) Summary() string {
+	var names []string
+	for _, sf := range f.Servers {
+		if !slices.Contains(names, string(sf.Mechanism)) {
+			names = append(names, string(sf.Mechanism))
 		}
 	}
+	sort.Strings(names)
+	return strings.Join(names, "+")
+}
+
+// Degraded reports whether some server is followed by locklib's events only.
+func (f Following) Degraded() bool {
+	for _, sf := range f.Servers {
+		if sf.Mechanism == FollowEvents {
+			return true
+		}
+	}
+	return false
+}
+
+// invalidateChannel is where CLIENT TRACKING sends the keys it invalidates to a RESP2
+// connection that is subscribed to it.
+const invalidateChannel = "__redis__:invalidate"
+
+// followed is a server to follow: its address, its options (to open a subscriber of its
+// own) and a client to ask about its configuration.
+type followed struct {
+	addr string
+	opts *redis.Options
+	rdb  redis.Cmdable
+}
+
+// follow subscribes, on every server of the target, to what tells of changed keys: keyspace
+// notifications when the server has them on, else CLIENT TRACKING, else only locklib's events
+// channel (each refusal is a warning). Keys heard of go into dirty; a subscriber that had to
+// reconnect calls reconnected, since what happened meanwhile was not heard. Subscribers end
+// with ctx. It returns how each server is followed.
+func (s *Scanner) follow(ctx context.Context, dirty *dirtyKeys, reconnected func(), warn func(string)) []ServerFollow {
+	targets, err := s.followTargets(ctx)
+	if err != nil {
+		warn("cannot follow changes: " + err.Error() + "; the census is kept fresh by the background re-scan only")
+	}
+	out := make([]ServerFollow, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		// Every cluster node delivers every PUBLISH: one of them carries the events.
+		events := i == 0 || s.target.Mode != connect.Cluster
+		wg.Go(func() { out[i] = ServerFollow{Addr: t.addr, Mechanism: s.followServer(ctx, t, events, dirty, reconnected, warn)} })
+	}
+	wg.Wait()
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
 	return out
 }
 
-func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, out chan<- string) {
+// followTargets lists the servers to follow: every master of a cluster, every Redlock
+// instance, or the standalone server.
+func (s *Scanner) followTargets(ctx context.Context) ([]followed, error) {
+	if s.target.Mode == connect.Cluster {
+		cc, ok := s.target.Clients[0].(*redis.ClusterClient)
+		if !ok {
+			return nil, fmt.Errorf("a cluster target needs a *redis.ClusterClient, got %T", s.target.Clients[0])
+		}
+		var mu sync.Mutex
+		var out []followed
+		err := cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			out = append(out, followed{addr: node.Options().Addr, opts: node.Options(), rdb: node})
+			return nil
+		})
+		return out, err
+	}
+	var out []followed
+	for i, c := range s.target.Clients {
+		rc, ok := c.(*redis.Client)
+		if !ok {
+			return out, fmt.Errorf("%s: cannot open a subscriber beside a %T", s.addr(i), c)
+		}
+		out = append(out, followed{addr: s.addr(i), opts: rc.Options(), rdb: rc})
+	}
+	return out, nil
+}
+
+// followServer sets up the best mechanism the server allows and returns which one it is.
+func (s *Scanner) followServer(ctx context.Context, t followed, events bool, dirty *dirtyKeys, reconnected func(), warn func(string)) Mechanism {
+	if s.opts.ConfigureNotifications {
+		if err := enableNotifications(ctx, t.rdb); err != nil {
+			warn("could not enable keyspace notifications on " + t.addr + ": " + err.Error())
+		}
+	}
+	if notificationsOn(ctx, t.rdb) {
+		err := s.listen(ctx, t, FollowNotifications, events, dirty, reconnected)
+		if err == nil {
+			return FollowNotifications
+		}
+		warn("keyspace notifications unavailable on " + t.addr + ": " + err.Error() + "; trying CLIENT TRACKING")
+	}
+	err := s.listen(ctx, t, FollowTracking, events, dirty, reconnected)
+	if err == nil {
+		return FollowTracking
+	}
+	warn("CLIENT TRACKING refused on " + t.addr + ": " + err.Error() +
+		"; following locklib events only, other changes wait for the background re-scan")
+	if events {
+		if err := s.listen(ctx, t, FollowEvents, true, dirty, reconnected); err != nil {
+			warn("cannot subscribe to " + protocol.EventsChannel + " on " + t.addr + ": " + err.Error())
+		}
+	}
+	return FollowEvents
+}
+
+// listen opens a subscriber connection of its own to t, in RESP2 so that tracking
+// invalidations arrive as messages on invalidateChannel, and forwards the keys it hears of
+// to dirty until ctx ends. For tracking, every connection it opens first turns tracking on,
+// redirected to itself (its own CLIENT ID), so a reconnect restores it. A reply error means
+// the server refused the mechanism (ACL, unknown command): nothing is left open. Other
+// errors (the server is down now) are left to go-redis, which connects and subscribes later.
+func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events bool, dirty *dirtyKeys, reconnected func()) error {
+	o := *t.opts
+	o.Protocol = 2
+	own := o.OnConnect
+	var connects atomic.Int64
+	prefix := literalPrefix(s.opts.Pattern)
+	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		if own != nil {
+			if err := own(ctx, cn); err != nil {
+				return err
+			}
+		}
+		if mech == FollowTracking {
+			if err := enableTracking(ctx, cn, prefix); err != nil {
+				return err
+			}
+		}
+		if connects.Add(1) > 1 {
+			reconnected()
+		}
+		return nil
+	}
+	var channels []string
+	if mech == FollowTracking {
+		channels = append(channels, invalidateChannel)
+	}
+	if events {
+		channels = append(channels, protocol.EventsChannel)
+	}
+	client := redis.NewClient(&o)
+	sub := client.Subscribe(ctx)
+	var err error
+	if len(channels) > 0 {
+		err = sub.Subscribe(ctx, channels...)
+	}
+	if err == nil && mech == FollowNotifications {
+		err = sub.PSubscribe(ctx, fmt.Sprintf("__keyspace@%d__:%s", o.DB, s.opts.Pattern))
+	}
+	if err != nil && isReply(err) {
+		sub.Close()
+		client.Close()
+		return err
+	}
+	go s.forwardHints(ctx, sub, client, dirty)
+	return nil
+}
+
+// enableTracking turns on broadcast tracking of keys starting with prefix (all keys when it
+// is empty) on cn, redirected to cn itself.
+func enableTracking(ctx context.Context, cn *redis.Conn, prefix string) error {
+	id, err := cn.ClientID(ctx).Result()
+	if err != nil {
+		return err
+	}
+	args := []any{"client", "tracking", "on", "redirect", id, "bcast"}
+	if prefix != "" {
+		args = append(args, "prefix", prefix)
+	}
+	return cn.Do(ctx, args...).Err()
+}
+
+// literalPrefix is the part of a glob pattern before its first special character: every
+// key the pattern matches starts with it.
+func literalPrefix(pattern string) string {
+	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+		return pattern[:i]
+	}
+	return pattern
+}
+
+// notificationsOn reports whether the server sends keyspace notifications for every change
+// of a lock key: K (keyspace channel) and g, $, h and x (or A, which includes them). A user
+// who may not run CONFIG GET gets false: tracking needs no configuration.
+func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
+	cur, err := rdb.ConfigGet(ctx, "notify-keyspace-events").Result()
+	if err != nil {
+		return false
+	}
+	flags := cur["notify-keyspace-events"]
+	if !strings.Contains(flags, "K") {
+		return false
+	}
+	if strings.Contains(flags, "A") {
+		return true
+	}
+	for _, f := range "g$hx" {
+		if !strings.ContainsRune(flags, f) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *redis.Client, dirty *dirtyKeys) {
+	defer client.Close()
 	defer sub.Close()
 	msgs := sub.Channel()
 	for {
@@ -48,37 +273,37 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, out chan<
 			if !ok {
 				return
 			}
-			key := hintKey(m)
-			if key == "" || !MatchGlob(s.opts.Pattern, key) {
-				continue
-			}
-			select {
-			case out <- key:
-			default: // a full queue: the next pass catches up
+			for _, key := range hintKeys(m) {
+				if MatchGlob(s.opts.Pattern, key) {
+					dirty.add(key)
+				}
 			}
 		}
 	}
 }
 
-// hintKey extracts the key a message is about.
-func hintKey(m *redis.Message) string {
-	if m.Channel == protocol.EventsChannel {
+// hintKeys extracts the keys a message is about.
+func hintKeys(m *redis.Message) []string {
+	switch {
+	case m.Channel == invalidateChannel:
+		return m.PayloadSlice
+	case m.Channel == protocol.EventsChannel:
 		var ev protocol.Event
-		if json.Unmarshal([]byte(m.Payload), &ev) != nil {
-			return ""
+		if json.Unmarshal([]byte(m.Payload), &ev) != nil || ev.Key == "" {
+			return nil
 		}
-		return ev.Key
+		return []string{ev.Key}
 	}
 	// __keyspace@<db>__:<key>
 	if _, key, ok := strings.Cut(m.Channel, "__:"); ok {
-		return key
+		return []string{key}
 	}
-	return ""
+	return nil
 }
 
 // enableNotifications adds keyspace events for generic, string, hash, expired and evicted
 // changes to whatever notify-keyspace-events already holds (never removes a flag).
-func enableNotifications(ctx context.Context, c redis.UniversalClient) error {
+func enableNotifications(ctx context.Context, c redis.Cmdable) error {
 	cur, err := c.ConfigGet(ctx, "notify-keyspace-events").Result()
 	if err != nil {
 		return err

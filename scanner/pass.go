@@ -26,6 +26,9 @@ type sink struct {
 	expect   func(n int)
 	warn     func(string)
 	retrying func(addr string, attempt int, in time.Duration, err error)
+	// pace, when set, runs each step of the walk of server addr (a SCAN call, a batch of
+	// reads): Watch's background re-scans keep to their budget through it.
+	pace func(ctx context.Context, addr string, step func() error) error
 }
 
 // server is one Redis server: where SCAN runs, or where a key is read.
@@ -262,7 +265,7 @@ func (p *pass) walk(ctx context.Context, w walk, listed func()) error {
 		g.Go(func() error {
 			kr := newReaders(w.readers)
 			for b := range batches {
-				if err := p.readBatch(gctx, b, w.readers, kr); err != nil {
+				if err := p.step(gctx, w.src.addr, func() error { return p.readBatch(gctx, b, w.readers, kr) }); err != nil {
 					return err
 				}
 				select { // the records hold the key strings, not the slice
@@ -306,9 +309,11 @@ func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch, sp
 	for {
 		var keys []string
 		err := p.retry(ctx, src.addr, func() error {
-			var err error
-			keys, cursor, err = src.rdb.Scan(ctx, cursor, pattern, int64(p.s.opts.Count)).Result()
-			return err
+			return p.step(ctx, src.addr, func() error {
+				var err error
+				keys, cursor, err = src.rdb.Scan(ctx, cursor, pattern, int64(p.s.opts.Count)).Result()
+				return err
+			})
 		})
 		if err != nil {
 			if isReply(err) {
@@ -373,6 +378,14 @@ func (p *pass) claim(keys []string) keyBatch {
 	b := keyBatch{start: p.claimed, keys: fresh}
 	p.claimed += len(fresh)
 	return b
+}
+
+// step runs one step of the walk of server addr, through the sink's pacer when it has one.
+func (p *pass) step(ctx context.Context, addr string, f func() error) error {
+	if p.out.pace == nil {
+		return f()
+	}
+	return p.out.pace(ctx, addr, f)
 }
 
 // readBatch reads a batch on every reader, decodes it and hands it on.

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	Pattern  string        // SCAN MATCH pattern; default DefaultPattern
 	Count    int           // SCAN COUNT hint; default 1000
-	Interval time.Duration // Watch: time between full passes; default 2s
+	Interval time.Duration // Watch: rest between passes (after the first, at least); default 2s
 	HashCap  int           // most fields read from a hash (HSCAN COUNT); default 64
 
 	// Retries is how many times one step (a SCAN call or a batch of reads) is retried after a
@@ -25,7 +25,16 @@ type Options struct {
 	// ConfigureNotifications lets Watch run CONFIG SET notify-keyspace-events so that keyspace
 	// events speed up updates. Off by default: the scanner never changes server config unasked.
 	ConfigureNotifications bool
+
+	// ScanBudget is the share of each server's time Watch's background re-scans may take
+	// (0.02 is 2 %), paced by the measured time of each SCAN call and batch of reads; the
+	// first pass runs at full speed. 1 or more: no pacing. Default DefaultScanBudget.
+	ScanBudget float64
 }
+
+// DefaultScanBudget keeps a console's background re-scans at 2 % of a server's time, so that
+// with the following and the re-reads of visible rows it stays well under 5 %.
+const DefaultScanBudget = 0.02
 
 // Census is the result of one full pass.
 type Census struct {
@@ -56,6 +65,9 @@ const (
 	UpdateRetrying
 	// UpdateError says pass Gen failed (Err); the next pass starts after Interval.
 	UpdateError
+	// UpdateFollowing says how fresh Watch keeps the census (Following): how each server is
+	// followed, and how far the background re-scan is. Sent when it changes.
+	UpdateFollowing
 )
 
 func (k UpdateKind) String() string {
@@ -70,6 +82,8 @@ func (k UpdateKind) String() string {
 		return "retrying"
 	case UpdateError:
 		return "error"
+	case UpdateFollowing:
+		return "following"
 	}
 	return "unknown"
 }
@@ -85,6 +99,8 @@ type Update struct {
 	Attempt int    // UpdateRetrying: 1 for the first retry
 	RetryIn time.Duration
 	Addr    string // the server concerned, when one is
+	// Following: UpdateFollowing.
+	Following Following
 }
 
 // ErrGone is returned by Get for a key that exists on no server.
@@ -125,6 +141,9 @@ func New(t connect.Target, opts Options) *Scanner {
 	}
 	if opts.Retries <= 0 {
 		opts.Retries = 8
+	}
+	if opts.ScanBudget <= 0 {
+		opts.ScanBudget = DefaultScanBudget
 	}
 	return &Scanner{target: t, opts: opts}
 }

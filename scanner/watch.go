@@ -2,92 +2,263 @@ package scanner
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Watch takes a census again and again and streams what it finds. The next pass starts
-// Options.Interval after a pass ends, or as long as the pass took if that is longer, so a huge
-// keyspace keeps the server busy at most half the time. Batches arrive as they are read, so
-// the first rows come within one SCAN round trip and one pipeline of reads, whatever the key
-// count. Each pass ends with an
-// UpdatePassDone for its Gen: keys not seen in that pass are gone. Between passes, locklib
-// events (protocol.EventsChannel) and keyspace notifications, when the server sends them, make
-// Watch re-read the one key concerned at once and send it as a one-lock UpdateBatch (Gone set
-// when it was deleted). The channel closes when ctx ends; stop reading only after cancelling.
+// Watch takes a census and then follows it: it streams what the first pass finds at full
+// speed, then keeps the records fresh by following changes instead of reading everything
+// again. Batches arrive as they are read, so the first rows come within one SCAN round trip
+// and one pipeline of reads, whatever the key count. Each pass ends with an UpdatePassDone
+// for its Gen: keys not seen in that pass are gone.
+//
+// After the first pass, every server is followed (see Mechanism): a key it names is re-read
+// at once and sent as a one-lock UpdateBatch (Gone set when it was deleted). Passes go on in
+// the background as a safety net, paced to Options.ScanBudget of each server's time, each
+// Options.Interval after the last; a subscriber that reconnects restarts the pass at once,
+// since changes were not heard meanwhile. UpdateFollowing says how the servers are followed
+// and how far the re-scan is. The channel closes when ctx ends; stop reading only after
+// cancelling. Follow gives the same stream with a way to name the keys on screen.
 func (s *Scanner) Watch(ctx context.Context) <-chan Update {
-	out := make(chan Update, 64)
-	go s.watch(ctx, out)
-	return out
+	return s.Follow(ctx).Updates()
 }
 
-func (s *Scanner) watch(ctx context.Context, out chan<- Update) {
-	defer close(out)
-	send := func(u Update) bool {
-		select {
-		case out <- u:
-			return true
-		case <-ctx.Done():
-			return false
+// Follower is a running Watch: its stream, and the keys its consumer shows now, which it
+// re-reads about once a second.
+type Follower struct {
+	updates chan Update
+	mu      sync.Mutex
+	focus   []string
+}
+
+// Follow starts a Watch (see Watch) whose consumer can name the keys it shows (Focus).
+func (s *Scanner) Follow(ctx context.Context) *Follower {
+	f := &Follower{updates: make(chan Update, 64)}
+	go s.watch(ctx, f)
+	return f
+}
+
+// Updates is the stream of the Watch.
+func (f *Follower) Updates() <-chan Update { return f.updates }
+
+// Focus replaces the keys to re-read about once a second: the rows a person looks at stay
+// fresher than the rest, whatever the server lets the scanner follow. Any goroutine may
+// call it; it does no IO.
+func (f *Follower) Focus(keys []string) {
+	keys = append([]string(nil), keys...)
+	f.mu.Lock()
+	f.focus = keys
+	f.mu.Unlock()
+}
+
+func (f *Follower) focused() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.focus
+}
+
+// focusEvery is how often the focused keys are re-read, and the status refreshed.
+const focusEvery = time.Second
+
+// rereadBatch bounds the keys re-read in one pipeline.
+const rereadBatch = 1000
+
+// watcher is the state of one Watch.
+type watcher struct {
+	s     *Scanner
+	f     *Follower
+	ctx   context.Context
+	dirty *dirtyKeys
+	// resync is signalled when a subscriber reconnected: the pass restarts.
+	resync chan struct{}
+	gen    atomic.Uint64 // the pass running, or the last one: the Gen of re-read records
+	// expiring is set when a server is followed by events only: it re-reads keys as their
+	// TTLs run out.
+	expiring *expiries
+	servers  []ServerFollow
+	current  atomic.Pointer[pass] // the background pass running, nil otherwise
+	last     atomic.Int64         // keys the last complete pass scanned
+}
+
+func (s *Scanner) watch(ctx context.Context, f *Follower) {
+	defer close(f.updates)
+	w := &watcher{s: s, f: f, ctx: ctx, dirty: newDirtyKeys(), resync: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	defer wg.Wait() // before the channel closes: they send on it
+	w.servers = s.follow(ctx, w.dirty, w.reconnected, w.warn)
+	for _, sf := range w.servers {
+		if sf.Mechanism == FollowEvents {
+			w.expiring = &expiries{at: map[int64]map[string]struct{}{}}
 		}
 	}
-	hints := s.hints(ctx, func(msg string) { send(Update{Kind: UpdateWarning, Warning: msg}) })
+	wg.Go(w.rereads)
+	wg.Go(w.reportFollowing)
+	w.passes()
+}
+
+func (w *watcher) send(u Update) bool {
+	select {
+	case w.f.updates <- u:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+func (w *watcher) warn(msg string) { w.send(Update{Kind: UpdateWarning, Warning: msg}) }
+
+func (w *watcher) reconnected() {
+	select {
+	case w.resync <- struct{}{}:
+	default:
+	}
+}
+
+// passes runs the first pass at full speed and the next ones paced, until ctx ends.
+func (w *watcher) passes() {
+	ctx, s := w.ctx, w.s
+	paced := s.opts.ScanBudget < 1
 	warned := map[string]bool{} // one warning per problem for the whole watch, not per pass
 	for gen := uint64(1); ctx.Err() == nil; gen++ {
-		p := s.newPass(sink{
+		w.gen.Store(gen)
+		out := sink{
 			batch: func(_ int, locks []Lock) error {
 				if locks = compact(locks); len(locks) == 0 {
 					return nil
 				}
-				if !send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks}) {
+				w.expiring.note(locks)
+				if !w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks}) {
 					return ctx.Err()
 				}
 				return nil
 			},
 			warn: func(msg string) {
 				// Called concurrently by the pass's readers; the pass already dedups per pass.
-				send(Update{Kind: UpdateWarning, Gen: gen, Warning: msg})
+				w.send(Update{Kind: UpdateWarning, Gen: gen, Warning: msg})
 			},
 			retrying: func(addr string, attempt int, in time.Duration, err error) {
-				send(Update{Kind: UpdateRetrying, Gen: gen, Addr: addr, Attempt: attempt, RetryIn: in, Err: err})
+				w.send(Update{Kind: UpdateRetrying, Gen: gen, Addr: addr, Attempt: attempt, RetryIn: in, Err: err})
 			},
-		})
+		}
+		passCtx, cancel := context.WithCancel(ctx)
+		background := gen > 1 && paced
+		var restarted atomic.Bool
+		if background {
+			out.pace = newPacers(s.opts.ScanBudget, s.target.Mode).pace
+			go func() { // a reconnect during a long paced pass starts it over
+				select {
+				case <-w.resync:
+					restarted.Store(true)
+					cancel()
+				case <-passCtx.Done():
+				}
+			}()
+		}
+		p := s.newPass(out)
 		p.suppress(warned)
-		census, err := p.run(ctx)
-		for _, w := range census.Warnings {
-			warned[w] = true
+		if background {
+			w.current.Store(p)
+		}
+		census, err := p.run(passCtx)
+		w.current.Store(nil)
+		cancel()
+		for _, msg := range census.Warnings {
+			warned[msg] = true
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil {
-			send(Update{Kind: UpdateError, Gen: gen, Err: err, Census: census})
-		} else {
-			send(Update{Kind: UpdatePassDone, Gen: gen, Census: census})
+		if restarted.Load() {
+			continue
 		}
-		if !s.waitForNextPass(ctx, max(s.opts.Interval, census.Duration), gen, hints, send) {
+		if err != nil {
+			w.send(Update{Kind: UpdateError, Gen: gen, Err: err, Census: census})
+		} else {
+			w.send(Update{Kind: UpdatePassDone, Gen: gen, Census: census})
+			w.last.Store(int64(census.Scanned))
+		}
+		rest := s.opts.Interval
+		if !paced {
+			// Unpaced passes keep a huge keyspace's server busy at most half the time.
+			rest = max(rest, census.Duration)
+		}
+		if !w.rest(rest) {
 			return
 		}
 	}
 }
 
-// waitForNextPass rests for d, re-reading single keys named by hints meanwhile.
-func (s *Scanner) waitForNextPass(ctx context.Context, d time.Duration, gen uint64, hints <-chan string, send func(Update) bool) bool {
+// rest waits d before the next pass, or less if a subscriber reconnected.
+func (w *watcher) rest(d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	select {
+	case <-w.ctx.Done():
+		return false
+	case <-timer.C:
+	case <-w.resync:
+	}
+	return true
+}
+
+// rereads re-reads the keys the servers named, the focused keys about once a second, and
+// the keys whose TTL ran out where no server tells of expiries.
+func (w *watcher) rereads() {
+	tick := time.NewTicker(focusEvery)
+	defer tick.Stop()
+	quiet := map[string]bool{} // warnings already sent by a re-read
 	for {
 		select {
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-			return true
-		case key := <-hints:
-			l, err := s.Get(ctx, key)
-			if err != nil && !l.Gone {
-				continue // the next pass will tell; a failed hint is not worth a warning
+		case <-w.ctx.Done():
+			return
+		case <-w.dirty.wake:
+		case now := <-tick.C:
+			w.dirty.add(w.f.focused()...)
+			w.dirty.add(w.expiring.due(now)...)
+		}
+		for keys := w.dirty.take(rereadBatch); len(keys) > 0; keys = w.dirty.take(rereadBatch) {
+			locks := w.s.reread(w.ctx, keys, quiet, w.warn)
+			if len(locks) == 0 {
+				continue
 			}
-			if !send(Update{Kind: UpdateBatch, Gen: gen, Locks: []Lock{l}}) {
-				return false
+			w.expiring.note(locks)
+			if !w.send(Update{Kind: UpdateBatch, Gen: w.gen.Load(), Locks: locks}) {
+				return
 			}
 		}
 	}
+}
+
+// reportFollowing sends UpdateFollowing at the start and whenever it changed, checked about
+// once a second.
+func (w *watcher) reportFollowing() {
+	tick := time.NewTicker(focusEvery)
+	defer tick.Stop()
+	sent := -1.0
+	for {
+		f := Following{Servers: w.servers, Budget: w.s.opts.ScanBudget, Rescan: w.progress()}
+		if f.Rescan != sent {
+			if !w.send(Update{Kind: UpdateFollowing, Following: f}) {
+				return
+			}
+			sent = f.Rescan
+		}
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// progress is how far the background pass is, in whole percent as a fraction: its keys so far
+// against the last complete pass's, at most 0.99 until it ends; 0 when none runs.
+func (w *watcher) progress() float64 {
+	p, last := w.current.Load(), w.last.Load()
+	if p == nil || last <= 0 {
+		return 0
+	}
+	pct := min(99, 100*p.scanned.Load()/last)
+	return float64(pct) / 100
 }
