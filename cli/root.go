@@ -55,6 +55,7 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	root.AddCommand(newTUICmd(ios, getenv))
 	root.AddCommand(newDemoCmd(ios, getenv))
 	root.RunE = tuiRunE(ios, getenv) // `lockscope` alone opens the console
+	addTUIFlags(root)
 	return root
 }
 

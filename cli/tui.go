@@ -2,9 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
 
@@ -14,11 +20,24 @@ import (
 type tuiOptions struct {
 	IO   IOStreams
 	Conn connection
+	// ScanBudget is --scan-budget: the share of each server's time the background re-scan
+	// may take (scanner.Options.ScanBudget).
+	ScanBudget float64
+}
+
+const flagScanBudget = "scan-budget"
+
+// addTUIFlags registers the console's own flags on cmd: `lockscope tui`, and the root
+// command, which opens the console too.
+func addTUIFlags(cmd *cobra.Command) {
+	b := budgetValue(scanner.DefaultScanBudget)
+	cmd.Flags().Var(&b, flagScanBudget, "share of each server's time the console's background re-scan may use, "+
+		"as a percentage (2%) or a fraction (0.02); 100% re-scans at full speed")
 }
 
 // newTUICmd is `lockscope tui`: the live console. `lockscope` with no subcommand runs it too.
 func newTUICmd(ios IOStreams, getenv func(string) string) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "tui",
 		Short: "Open the live lock console (what `lockscope` alone opens)",
 		Long: "A live view of every lock under --pattern: holder, age, TTL counting down, re-entry, fence token;\n" +
@@ -27,12 +46,15 @@ func newTUICmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: tuiRunE(ios, getenv),
 	}
+	addTUIFlags(cmd)
+	return cmd
 }
 
 // tuiRunE fills the console's options from the flags and runs it.
 func tuiRunE(ios IOStreams, getenv func(string) string) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		return runTUI(cmd.Context(), &tuiOptions{IO: ios, Conn: connectionFlags(cmd, getenv)})
+		budget := float64(*cmd.Flags().Lookup(flagScanBudget).Value.(*budgetValue))
+		return runTUI(cmd.Context(), &tuiOptions{IO: ios, Conn: connectionFlags(cmd, getenv), ScanBudget: budget})
 	}
 }
 
@@ -45,10 +67,36 @@ func runTUI(ctx context.Context, opts *tuiOptions) error {
 	defer t.Close()
 	err = ui.Run(ctx, ui.Options{
 		Target:     t,
-		Scanner:    opts.Conn.scanner(t),
+		Scanner:    scanner.New(t, scanner.Options{Pattern: opts.Conn.Pattern, ScanBudget: opts.ScanBudget}),
 		Admin:      opts.Conn.admin(t),
 		ReadOnly:   opts.Conn.ReadOnly,
 		StuckAfter: opts.Conn.StuckAfter,
 	})
 	return describeError(t, err)
 }
+
+// budgetValue is --scan-budget: a percentage ("2%", "0.5%") or a fraction ("0.02"), more
+// than 0 and at most 100 %.
+type budgetValue float64
+
+func (b *budgetValue) String() string {
+	return strconv.FormatFloat(math.Round(float64(*b)*1000)/10, 'f', -1, 64) + "%"
+}
+
+func (b *budgetValue) Set(text string) error {
+	number, isPercent := strings.CutSuffix(strings.TrimSpace(text), "%")
+	v, err := strconv.ParseFloat(number, 64)
+	if err != nil {
+		return fmt.Errorf("%q is neither a percentage (2%%) nor a fraction (0.02)", text)
+	}
+	if isPercent {
+		v /= 100
+	}
+	if !(v > 0 && v <= 1) {
+		return errors.New("must be more than 0 and at most 100%")
+	}
+	*b = budgetValue(v)
+	return nil
+}
+
+func (b *budgetValue) Type() string { return "budget" }

@@ -55,6 +55,10 @@ type Model struct {
 
 	scanCh  <-chan scanner.Update
 	eventCh <-chan protocol.Event
+	// focus names the keys on screen to the scanner (nil in tests); focused is what it
+	// was told last.
+	focus   func(keys []string)
+	focused []string
 
 	// The census and its cached, filtered and sorted view.
 	locks      lockSet
@@ -171,7 +175,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case tickMsg:
 		m.now = m.clock()
-		return tick()
+		return tea.Batch(tick(), m.focusCmd())
 	case scanMsg:
 		return tea.Batch(m.onScan(msg.update), waitForScan(m.scanCh))
 	case scanClosedMsg, eventsClosedMsg:
@@ -236,6 +240,8 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		return m.requestView()
 	case scanner.UpdateWarning:
 		m.warn(u.Warning)
+	case scanner.UpdateFollowing:
+		m.status.following = u.Following
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
 		m.status.connErr = m.redact(errText(u.Err, u.Addr))

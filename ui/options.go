@@ -17,9 +17,10 @@ import (
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// Watcher is the census stream the console shows: *scanner.Scanner.
+// Watcher is the census stream the console shows: *scanner.Scanner. The console tells the
+// Follower which keys are on screen, so they are re-read more often than the rest.
 type Watcher interface {
-	Watch(ctx context.Context) <-chan scanner.Update
+	Follow(ctx context.Context) *scanner.Follower
 }
 
 // Options configure the console.
@@ -54,12 +55,13 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	updates := o.Scanner.Watch(ctx)
+	follower := o.Scanner.Follow(ctx)
 	var events <-chan protocol.Event
 	if !o.NoEvents {
 		events = subscribeEvents(ctx, o.Target.Clients)
 	}
-	m := newModel(ctx, o, updates, events)
+	m := newModel(ctx, o, follower.Updates(), events)
+	m.focus = follower.Focus
 	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // the caller cancelled: a normal end

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
+	"github.com/lockscope/lockscope/scanner"
 )
 
 // connState is the health of the connection as the scanner's stream reports it.
@@ -36,6 +38,9 @@ type statusBar struct {
 	scanDur  time.Duration
 	missing  []string // servers the last pass could not read
 	warnings []string // distinct warnings so far, newest last
+	// following is how the scanner keeps the census fresh between passes (zero until it
+	// says).
+	following scanner.Following
 }
 
 // maxWarnings bounds the warnings kept for display.
@@ -85,8 +90,8 @@ type segment struct {
 	priority int    // lower is dropped first
 }
 
-// view renders the status line within width.
-func (s statusBar) view(width int, counts lockCounts, shown int, filtered bool, st styles) string {
+// view renders the status line within width; now ages the last complete pass.
+func (s statusBar) view(width int, now time.Time, counts lockCounts, shown int, filtered bool, st styles) string {
 	var conn segment
 	switch s.conn {
 	case connLive:
@@ -113,7 +118,10 @@ func (s statusBar) view(width int, counts lockCounts, shown int, filtered bool, 
 		{kv("∞ ", strconv.Itoa(counts.noExpiry)), 7},
 		{kv("stuck ", strconv.Itoa(counts.stuck)), 7},
 	}
-	if !s.scanAt.IsZero() {
+	switch {
+	case s.following.Summary() != "":
+		segs = append(segs, s.followingSegments(now, kv, st)...)
+	case !s.scanAt.IsZero():
 		segs = append(segs, segment{kv("scan ", s.scanAt.Format("15:04:05")+" "+present.Duration(s.scanDur)), 3})
 	}
 	if len(s.warnings) > 0 {
@@ -173,4 +181,34 @@ func (s statusBar) banner(width int, st styles) string {
 		return ""
 	}
 	return st.banner.Render(cell(" "+text, width))
+}
+
+// followingSegments say how fresh the census is: how the servers are followed (in the
+// warning colour when some server only has locklib's events), the age of the last complete
+// pass (every record was read since, and the changes heard of since were re-read as they
+// came), and, dropped first on a narrow screen, how far the background re-scan is and its
+// budget.
+func (s statusBar) followingSegments(now time.Time, kv func(k, v string) string, st styles) []segment {
+	f := s.following
+	how := kv("following ", f.Summary())
+	if f.Degraded() {
+		how = st.warning.Render("following " + f.Summary())
+	}
+	segs := []segment{{how, 5}}
+	if !s.scanAt.IsZero() {
+		segs = append(segs, segment{kv("oldest ", present.Duration(now.Sub(s.scanAt).Truncate(time.Second))), 5})
+	}
+	budget := "unpaced"
+	if f.Budget < 1 {
+		budget = percent(f.Budget) + " budget"
+	}
+	if f.Rescan > 0 {
+		budget = "re-scan " + percent(f.Rescan) + " at " + budget
+	}
+	return append(segs, segment{st.statusVal.Render(budget), 3})
+}
+
+// percent writes a fraction as a percentage with at most one decimal: 0.02 is "2%".
+func percent(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
 }

@@ -122,7 +122,7 @@ func (m *Model) render() string {
 	}
 	lay := m.layout()
 	st := m.st
-	parts := []string{m.status.view(w, m.view.counts, len(m.view.rows), !m.query.filter.empty(), st)}
+	parts := []string{m.status.view(w, m.now, m.view.counts, len(m.view.rows), !m.query.filter.empty(), st)}
 	if lay.bannerRows > 0 {
 		parts = append(parts, m.status.banner(w, st))
 	}

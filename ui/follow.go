@@ -1,0 +1,30 @@
+package ui
+
+import (
+	"slices"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// focusCmd tells the scanner which keys are on screen, when they changed since it last did,
+// so that it re-reads them about once a second (scanner.Follower.Focus). Nil when nothing
+// changed or no scanner listens.
+func (m *Model) focusCmd() tea.Cmd {
+	if m.focus == nil {
+		return nil
+	}
+	rows := m.table.visible(m.view.rows)
+	keys := make([]string, len(rows))
+	for i, l := range rows {
+		keys[i] = l.Key
+	}
+	if slices.Equal(keys, m.focused) {
+		return nil
+	}
+	m.focused = keys
+	focus := m.focus
+	return func() tea.Msg {
+		focus(keys)
+		return nil
+	}
+}
