@@ -169,11 +169,13 @@ func TestTUIEndToEnd(t *testing.T) {
 	setLock(t, srv, "lock:e2e:other", "other-node", "-", 60*time.Second)
 	setLock(t, srv, "lock:e2e:third", "third-node", "-", 60*time.Second)
 
-	s := startTUI(t, "--redis", "redis://"+srv.Addr)
+	s := startTUI(t, "--redis", "redis://"+srv.Addr, "--scan-budget", "1%")
 	scr := s.waitFor("the lock row", 15*time.Second, func(scr string) bool {
 		_, ok := ttlCell(scr, "lock:e2e:order")
 		return ok && strings.Contains(scr, "e2e-node") && strings.Contains(scr, "trace-e2e")
 	})
+	// The status bar says the census is followed by CLIENT TRACKING (no config was changed).
+	s.waitForText("following tracking", 10*time.Second)
 
 	// locklib's events reach the event log.
 	ev, _ := json.Marshal(protocol.Event{Type: string(locklib.EventRenewFailed), Key: "lock:e2e:order", Node: "e2e-node",

@@ -27,7 +27,7 @@ func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: addr}) // e.g. 10.0.0.5:6379
 	defer rdb.Close()
 	s := scanner.New(connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{addr}},
-		scanner.Options{}) // Pattern "lock:*", Count 1000, Interval 2s, HashCap 64, Retries 8
+		scanner.Options{}) // Pattern "lock:*", Count 1000, Interval 2s, HashCap 64, Retries 8, ScanBudget 2 %
 
 	c, err := s.Census(ctx) // one full pass: c.Locks, c.Warnings, c.Missing, c.Scanned, c.Duration, c.FetchedAt
 	if err != nil {
@@ -54,8 +54,10 @@ func ExampleNew() {
 	// true
 }
 
-// Watch takes a census every Options.Interval and streams it, batch by batch; between passes
-// locklib's events and keyspace notifications make it re-read a changed key at once.
+// Watch takes a census, streams it batch by batch, then follows changes (keyspace
+// notifications, CLIENT TRACKING, locklib's events) and re-reads a changed key at once.
+// miniredis has no CLIENT TRACKING, so it is followed by events only; a real server says
+// "following tracking".
 func ExampleScanner_Watch() {
 	addr, stop := startWithLocks() // setup: an in-process Redis at addr holding four lock keys
 	defer stop()                   // setup
@@ -75,11 +77,16 @@ func ExampleScanner_Watch() {
 		case scanner.UpdatePassDone: // keys not seen in pass u.Gen are gone
 			fmt.Println("pass", u.Gen, "found", found, "locks")
 			cancel()
-		case scanner.UpdateWarning, scanner.UpdateRetrying, scanner.UpdateError:
-			fmt.Println(u.Kind, u.Warning, u.Err)
+		case scanner.UpdateFollowing: // first: how changes are followed after the census
+			fmt.Println("following", u.Following.Summary())
+		case scanner.UpdateWarning: // e.g. no permission to read values, CLIENT TRACKING refused
+		case scanner.UpdateRetrying, scanner.UpdateError:
+			fmt.Println(u.Kind, u.Err)
 		}
 	}
-	// Output: pass 1 found 4 locks
+	// Output:
+	// following events
+	// pass 1 found 4 locks
 }
 
 // startWithLocks starts an in-process miniredis holding four keys under lock:*: two

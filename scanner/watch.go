@@ -92,6 +92,10 @@ func (s *Scanner) watch(ctx context.Context, f *Follower) {
 			w.expiring = &expiries{at: map[int64]map[string]struct{}{}}
 		}
 	}
+	// Sent before the first batch: the consumer knows from the start how fresh it is kept.
+	if !w.send(Update{Kind: UpdateFollowing, Following: w.following()}) {
+		return
+	}
 	wg.Go(w.rereads)
 	wg.Go(w.reportFollowing)
 	w.passes()
@@ -230,26 +234,28 @@ func (w *watcher) rereads() {
 	}
 }
 
-// reportFollowing sends UpdateFollowing at the start and whenever it changed, checked about
-// once a second.
+// reportFollowing sends UpdateFollowing whenever it changed, checked about once a second.
 func (w *watcher) reportFollowing() {
 	tick := time.NewTicker(focusEvery)
 	defer tick.Stop()
-	sent := -1.0
+	sent := w.following()
 	for {
-		f := Following{Servers: w.servers, Budget: w.s.opts.ScanBudget, Rescan: w.progress()}
-		if f.Rescan != sent {
-			if !w.send(Update{Kind: UpdateFollowing, Following: f}) {
-				return
-			}
-			sent = f.Rescan
-		}
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-tick.C:
 		}
+		if f := w.following(); f.Rescan != sent.Rescan {
+			if !w.send(Update{Kind: UpdateFollowing, Following: f}) {
+				return
+			}
+			sent = f
+		}
 	}
+}
+
+func (w *watcher) following() Following {
+	return Following{Servers: w.servers, Budget: w.s.opts.ScanBudget, Rescan: w.progress()}
 }
 
 // progress is how far the background pass is, in whole percent as a fraction: its keys so far

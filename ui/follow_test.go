@@ -71,22 +71,31 @@ func TestFocusNamesVisibleRows(t *testing.T) {
 	m, clk := newTestModel(t, 120, 30)
 	var told [][]string
 	m.focus = func(keys []string) { told = append(told, keys) }
-	run := func(cmd tea.Cmd) {
-		if cmd != nil {
-			cmd()
+	var run func(cmd tea.Cmd)
+	run = func(cmd tea.Cmd) { // runs the commands of a tick (its own next tick included)
+		if cmd == nil {
+			return
+		}
+		if batch, ok := cmd().(tea.BatchMsg); ok {
+			for _, c := range batch {
+				run(c)
+			}
 		}
 	}
-	run(m.focusCmd())
+	_, cmd := m.Update(tickMsg(clk.now()))
+	run(cmd)
 	if len(told) != 1 || !slices.Equal(told[0], visibleKeys(m)) {
 		t.Fatalf("told %v, want the visible rows %v", told, visibleKeys(m))
 	}
 	clk.advance(time.Second)
-	run(m.focusCmd())
+	_, cmd = m.Update(tickMsg(clk.now()))
+	run(cmd)
 	if len(told) != 1 {
 		t.Fatalf("told again though nothing changed: %v", told)
 	}
 	typeKeys(m, "/", "order", "enter")
-	run(m.focusCmd())
+	_, cmd = m.Update(tickMsg(clk.now()))
+	run(cmd)
 	if len(told) != 2 || len(told[1]) >= len(told[0]) || !slices.Equal(told[1], visibleKeys(m)) {
 		t.Fatalf("after filtering told %v, want %v", told, visibleKeys(m))
 	}
