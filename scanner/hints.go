@@ -98,7 +98,9 @@ func (s *Scanner) follow(ctx context.Context, dirty *dirtyKeys, reconnected func
 	for i, t := range targets {
 		// Every cluster node delivers every PUBLISH: one of them carries the events.
 		events := i == 0 || s.target.Mode != connect.Cluster
-		wg.Go(func() { out[i] = ServerFollow{Addr: t.addr, Mechanism: s.followServer(ctx, t, events, dirty, reconnected, warn)} })
+		wg.Go(func() {
+			out[i] = ServerFollow{Addr: t.addr, Mechanism: s.followServer(ctx, t, events, dirty, reconnected, warn)}
+		})
 	}
 	wg.Wait()
 	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
