@@ -3,12 +3,14 @@ package scanner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
@@ -230,4 +232,56 @@ func serverCPUTime(ctx context.Context, c *redis.Client) (time.Duration, error) 
 		}
 	}
 	return time.Duration(seconds * float64(time.Second)), nil
+}
+
+// TestFollowClusterAndRedlock: every cluster master and every Redlock instance is followed by
+// tracking; a key created on any master, or on the Redlock instances, is re-read long before
+// the next pass, and a deletion on every instance shows the key gone.
+func TestFollowClusterAndRedlock(t *testing.T) {
+	redistest.Slow(t)
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t, 3)
+		cc := cl.Client()
+		ctx := testCtx(t)
+		loadLocks(t, cc, "fc", 30)
+		updates := New(clusterTarget(cl, cc), Options{Interval: time.Hour}).Watch(ctx)
+		f := waitFor(t, updates, 10*time.Second, "following status", func(u Update) bool { return u.Kind == UpdateFollowing })
+		if len(f.Following.Servers) != 3 || f.Following.Summary() != "tracking" {
+			t.Fatalf("following %+v, want 3 masters by tracking", f.Following)
+		}
+		waitFor(t, updates, 20*time.Second, "pass 1", passDone(1))
+		masters := map[string]bool{}
+		for i := range 12 {
+			key := fmt.Sprintf("lock:fc:new%d", i)
+			must(t, cc.Set(ctx, key, "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
+			u := waitFor(t, updates, 5*time.Second, key, func(u Update) bool { _, ok := lockIn(u, key); return ok })
+			l, _ := lockIn(u, key)
+			masters[l.Addr] = true
+		}
+		if len(masters) != 3 {
+			t.Errorf("new keys seen on %d masters, want 3", len(masters))
+		}
+	})
+	t.Run("redlock", func(t *testing.T) {
+		servers := redistest.StartN(t, 3)
+		target, clients := redlockTarget(servers)
+		ctx := testCtx(t)
+		updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
+		f := waitFor(t, updates, 10*time.Second, "following status", func(u Update) bool { return u.Kind == UpdateFollowing })
+		if len(f.Following.Servers) != 3 || f.Following.Summary() != "tracking" {
+			t.Fatalf("following %+v, want 3 instances by tracking", f.Following)
+		}
+		waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+		for _, c := range clients {
+			must(t, c.Set(ctx, "lock:fr:x", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
+		}
+		waitFor(t, updates, 5*time.Second, "the key on a quorum", func(u Update) bool {
+			l, ok := lockIn(u, "lock:fr:x")
+			return ok && l.Quorum != nil && l.Quorum.Agree == 3
+		})
+		for _, c := range clients {
+			must(t, c.Del(ctx, "lock:fr:x").Err())
+		}
+		waitFor(t, updates, 5*time.Second, "the key gone", func(u Update) bool { l, ok := lockIn(u, "lock:fr:x"); return ok && l.Gone })
+	})
 }
