@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -28,7 +29,10 @@ import (
 //   - following: the default (tracking, background re-scan at 2 %);
 //   - churn: locklib workers making 200 changes a second (100 Obtain + 100 Release of fresh
 //     keys, each held 500 ms), without a console and with one following: how long from the
-//     start of the Obtain (Release) until the console's stream shows the key (gone).
+//     start of the Obtain (Release) until the console's stream shows the key (gone);
+//   - with $LOCKSCOPE_BINARY set to a built lockscope: the console itself in a 160x50 tmux
+//     window (the UI model and its events subscription included), with --scan-budget 100%
+//     and with the default.
 //
 // It is opt-in: it runs only when -bench names it (-bench=ConsoleMillion). The command and
 // results are in docs/benchmarks/console.md.
@@ -55,6 +59,13 @@ func BenchmarkConsoleMillion(b *testing.B) {
 		following := consoleRun(b, c, target, Options{}, window, false)
 		churnIdle := churnOnly(b, c, window)
 		churn := consoleRun(b, c, target, Options{}, window, true)
+		if bin := os.Getenv("LOCKSCOPE_BINARY"); bin != "" {
+			binFull := consoleBinary(b, c, bin, srv.Addr, window, "--scan-budget", "100%")
+			binFollowing := consoleBinary(b, c, bin, srv.Addr, window)
+			b.ReportMetric(100*binFull, "binary-full-rescans-server-%")
+			b.ReportMetric(100*binFollowing, "binary-following-server-%")
+			b.Logf("the lockscope binary under tmux: full re-scans %.2f%%, following %.2f%%", 100*binFull, 100*binFollowing)
+		}
 		b.ReportMetric(100*idle, "idle-server-%")
 		b.ReportMetric(100*full.share, "full-rescans-server-%")
 		b.ReportMetric(100*following.share, "following-server-%")
@@ -258,4 +269,28 @@ func (ch *churner) result() ([]time.Duration, int) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	return ch.latencies, len(ch.obtained) + len(ch.released)
+}
+
+// consoleBinary opens the lockscope binary's console on addr in tmux, waits until its status
+// bar ages the first complete pass ("oldest"), and returns the server's share over a window.
+func consoleBinary(b *testing.B, c *redis.Client, bin, addr string, window time.Duration, args ...string) float64 {
+	sock := fmt.Sprintf("lockscope-bench-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	command := "env TERM=xterm-256color " + bin + " --redis redis://" + addr + " " + strings.Join(args, " ")
+	tmux("new-session", "-d", "-s", "console", "-x", "160", "-y", "50", command)
+	defer exec.Command("tmux", "-L", sock, "kill-server").Run()
+	deadline := time.Now().Add(5 * time.Minute)
+	for !strings.Contains(tmux("capture-pane", "-p", "-t", "console"), "oldest ") {
+		if time.Now().After(deadline) {
+			b.Fatalf("the console did not finish its census:\n%s", tmux("capture-pane", "-p", "-t", "console"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return serverShare(b, c, window, func() {})
 }
