@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
@@ -80,7 +80,7 @@ func runTUI(ctx context.Context, opts *tuiOptions) error {
 type budgetValue float64
 
 func (b *budgetValue) String() string {
-	return strconv.FormatFloat(math.Round(float64(*b)*1000)/10, 'f', -1, 64) + "%"
+	return present.Percent(float64(*b))
 }
 
 func (b *budgetValue) Set(text string) error {

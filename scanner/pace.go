@@ -17,9 +17,6 @@ type pacer struct {
 	budget float64
 	gate   chan struct{} // holds a token while a step runs or the gate rests
 	next   time.Time     // the gate opens again at this time; guarded by the token
-
-	mu   sync.Mutex
-	busy time.Duration // the steps' total time, for the status and tests
 }
 
 func newPacer(budget float64) *pacer {
@@ -47,17 +44,7 @@ func (g *pacer) step(ctx context.Context, f func() error) error {
 	err := f()
 	took := time.Since(start)
 	g.next = time.Now().Add(time.Duration(float64(took) * (1 - g.budget) / g.budget))
-	g.mu.Lock()
-	g.busy += took
-	g.mu.Unlock()
 	return err
-}
-
-// busyTime is the total time of the steps run so far.
-func (g *pacer) busyTime() time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.busy
 }
 
 // pacers are one pass's gates: one per server scanned, except for Redlock, where every
@@ -87,15 +74,4 @@ func (ps *pacers) pace(ctx context.Context, addr string, f func() error) error {
 	}
 	ps.mu.Unlock()
 	return g.step(ctx, f)
-}
-
-// busiest is the largest total step time of any gate: what the busiest server gave the pass.
-func (ps *pacers) busiest() time.Duration {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	var most time.Duration
-	for _, g := range ps.gates {
-		most = max(most, g.busyTime())
-	}
-	return most
 }

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	Pattern  string        // SCAN MATCH pattern; default DefaultPattern
 	Count    int           // SCAN COUNT hint; default 1000
-	Interval time.Duration // Watch: rest between passes (after the first, at least); default 2s
+	Interval time.Duration // Watch: rest between passes (unpaced ones: at least as long as the pass); default 2s
 	HashCap  int           // most fields read from a hash (HSCAN COUNT); default 64
 
 	// Retries is how many times one step (a SCAN call or a batch of reads) is retried after a
@@ -52,8 +52,8 @@ type Census struct {
 type UpdateKind int
 
 const (
-	// UpdateBatch carries Locks found by the pass Gen (or, between passes, a refreshed key
-	// after a keyspace or locklib event; Gone locks in it were deleted).
+	// UpdateBatch carries Locks found by the pass Gen, or keys re-read during it because a
+	// change was heard of or they are in focus (Gone locks in it were deleted).
 	UpdateBatch UpdateKind = iota
 	// UpdatePassDone says pass Gen is complete: keys not seen in it are gone. Census holds the
 	// pass summary (Warnings, Missing, Scanned, Duration; Locks is nil).

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -200,15 +199,10 @@ func (s statusBar) followingSegments(now time.Time, kv func(k, v string) string,
 	}
 	budget := "unpaced"
 	if f.Budget < 1 {
-		budget = percent(f.Budget) + " budget"
+		budget = present.Percent(f.Budget) + " budget"
 	}
 	if f.Rescan > 0 {
-		budget = "re-scan " + percent(f.Rescan) + " at " + budget
+		budget = "re-scan " + present.Percent(f.Rescan) + " at " + budget
 	}
 	return append(segs, segment{st.statusVal.Render(budget), 3})
-}
-
-// percent writes a fraction as a percentage with at most one decimal: 0.02 is "2%".
-func percent(f float64) string {
-	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
 }
