@@ -9,9 +9,9 @@ import (
 	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
-// TestWatchPassesAndHints: rows arrive in batches, each pass ends with PassDone, a deleted
-// key is absent from the next pass, and between passes a locklib event or a keyspace
-// notification makes Watch re-read the key at once.
+// TestWatchPassesAndHints: Watch first says how it follows changes, rows arrive in batches,
+// each pass ends with PassDone, a deleted key is absent from the next pass, and between
+// passes a locklib event or a keyspace notification makes Watch re-read the key at once.
 func TestWatchPassesAndHints(t *testing.T) {
 	_, c, target := startStandalone(t)
 	ctx := testCtx(t)
@@ -35,6 +35,10 @@ func TestWatchPassesAndHints(t *testing.T) {
 			t.Fatal("no update within 20s")
 		}
 		return Update{}
+	}
+	// First, before any row: how changes are followed (the option turned notifications on).
+	if u := next(); u.Kind != UpdateFollowing || u.Following.Summary() != "notifications" {
+		t.Fatalf("first update %v %+v, want following by notifications", u.Kind, u.Following)
 	}
 	for u := next(); u.Kind != UpdatePassDone; u = next() {
 		if u.Kind == UpdateBatch {
