@@ -54,7 +54,8 @@ if cur and rand ~= '' then
   end
 end
 
-local now, time = nowMs()
+local us, ms = clock()
+local now = tonumber(ms)
 if waiters > 0 then
   waiters = prune(queue, presence, now)
 end
@@ -65,8 +66,8 @@ if not cur then
     head = liveHead(queue, presence)
   end
   if head == nil or head == entry then
-    local token = nextToken(fence, fenceTTL, last, time)
-    value = stamp(value, now)
+    local token = nextToken(fence, fenceTTL, last, us)
+    value = stamp(value, ms)
     redis.call('SET', key, value, 'PX', ttl)
     if rand ~= '' then
       redis.call('DEL', levels)

@@ -3,7 +3,6 @@ package locklib
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -21,28 +20,27 @@ type singleStore struct {
 	events   bool
 	window   time.Duration // presence window of queue entries (presenceWindow)
 	clientID string        // the Client's id, to wake its own waiters without pub/sub
+	fenceFor time.Duration // WithFenceRetention
+	scripts  *scriptRunner
 	hub      *wakeHub
 	calls    goTracker // requests still running after their caller gave up on them
 }
 
 func newSingleStore(rdb redis.UniversalClient) *singleStore {
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), hub: newWakeHub(rdb)}
+	return &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), scripts: newScriptRunner(rdb), hub: newWakeHub(rdb)}
 }
 
 // setup passes the Client's settings that the scripts need.
 func (s *singleStore) setup(cfg config, clientID string) {
-	s.events, s.window, s.clientID = cfg.events, presenceWindow(cfg.backoffCap), clientID
+	s.events, s.window, s.clientID, s.fenceFor = cfg.events, presenceWindow(cfg.backoffCap), clientID, cfg.fenceRetention
 }
 
-// fenceLifetime is how long a fencing counter outlives its last acquisition. It may expire:
-// the next token is floored by the server clock, so it is still above every earlier one.
-func fenceLifetime(ttl time.Duration) time.Duration {
-	if ttl > math.MaxInt64/10 {
-		return ttl
-	}
-	return max(10*ttl, 24*time.Hour)
-}
+// fenceLifetime is how long a fencing counter outlives an acquisition with ttl: as long as the
+// lock would, or the retention asked for (WithFenceRetention). Once it has gone the next
+// token is the server clock's, still above every earlier one unless the clock stepped back
+// (docs/value-format.md, "Fencing tokens").
+func fenceLifetime(ttl, retention time.Duration) time.Duration { return max(ttl, retention) }
 
 // presenceWindow is how long a waiter's queue entry stays valid without a new attempt. A
 // live waiter attempts at least every back-off cap; a crashed one blocks the queue for at
@@ -56,11 +54,11 @@ func lockKeys(key string) []string {
 
 // run sends a script, bounded by ctx whatever the client's options (callBounded); late, if
 // not nil, gets the reply of a script still running when ctx ended.
-func run[T any](ctx context.Context, s *singleStore, script *redis.Script, keys []string, args []any,
+func run[T any](ctx context.Context, s *singleStore, script *serverScript, keys []string, args []any,
 	result func(*redis.Cmd) (T, error), late func(T, error),
 ) (T, error) {
 	return callBounded(ctx, &s.calls, s.direct, func(ctx context.Context) (T, error) {
-		return result(script.Run(ctx, s.rdb, keys, args...))
+		return result(s.scripts.run(ctx, script, keys, args...))
 	}, late)
 }
 
@@ -98,7 +96,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 		}
 	}
 	args := []any{v, req.ttl.Milliseconds(), rand, req.op, entry, s.window.Milliseconds(),
-		fenceLifetime(req.ttl).Milliseconds(), acquiredEvent, waitingEvent}
+		fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent}
 	// An answer that comes after the Obtain gave up may say it took the lock: the Obtain's
 	// clean-up (abandon) may have run before that request did, so it runs again.
 	late := func(reply []any, err error) {
@@ -188,7 +186,7 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 		flag = "1"
 	}
 	sent := time.Now()
-	reply, err := run(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID}, cmdSlice, nil)
+	reply, err := run(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID, s.fenceFor.Milliseconds()}, cmdSlice, nil)
 	if err != nil {
 		return backendError("release", h.key, err)
 	}

@@ -1,0 +1,81 @@
+package locklib
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptRunner sends locklib's scripts to one Redis server or cluster: as functions of
+// functionLibrary (FCALL) while the server has them, loading the library where it is missing
+// (a new server, FUNCTION FLUSH, a restart without persistence, a new cluster master), and as
+// scripts (EVALSHA) from the first time the server shows that it has no Functions or that
+// its ACL refuses them (FCALL or FUNCTION LOAD), for the rest of the client's life.
+type scriptRunner struct {
+	rdb redis.UniversalClient
+	// scriptsOnly is set once FCALL or FUNCTION LOAD was refused as unknown or not permitted.
+	scriptsOnly atomic.Bool
+	loading     sync.Mutex // one FUNCTION LOAD at a time
+}
+
+func newScriptRunner(rdb redis.UniversalClient) *scriptRunner { return &scriptRunner{rdb: rdb} }
+
+// run runs s with keys and args. A call refused before it ran (the function missing, Functions
+// unknown or not permitted) is sent again in the form that works, so each call runs once.
+func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, args ...any) *redis.Cmd {
+	if !r.scriptsOnly.Load() {
+		cmd := r.rdb.FCall(ctx, s.function, keys, args...)
+		err := cmd.Err()
+		switch {
+		case functionMissing(err):
+			if err := r.load(ctx); err == nil {
+				return r.rdb.FCall(ctx, s.function, keys, args...)
+			} else if !functionsRefused(err) {
+				cmd.SetErr(err)
+				return cmd
+			}
+			r.scriptsOnly.Store(true)
+		case functionsRefused(err):
+			r.scriptsOnly.Store(true)
+		default:
+			return cmd
+		}
+	}
+	return s.Run(ctx, r.rdb, keys, args...)
+}
+
+// load loads functionLibrary on the server, or on every master of a cluster. A library that
+// is there already (another client loaded it) is fine.
+func (r *scriptRunner) load(ctx context.Context) error {
+	r.loading.Lock()
+	defer r.loading.Unlock()
+	if c, ok := r.rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
+	}
+	return loadLibrary(ctx, r.rdb)
+}
+
+func loadLibrary(ctx context.Context, c redis.Cmdable) error {
+	if err := c.FunctionLoad(ctx, functionLibrary.source).Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	return nil
+}
+
+// functionMissing reports a FCALL refused because the server does not have the function.
+func functionMissing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Function not found")
+}
+
+// functionsRefused reports a command refused because the server does not know it (Redis
+// before 7.0) or the user's ACL does not permit it.
+func functionsRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(strings.ToLower(msg), "unknown command")
+}
