@@ -60,13 +60,15 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	}
 	ops := New(rdb) // only for operation ids
 	defer ops.Close()
+	scripts := newScriptRunner(rdb)
 	scriptsOnly := func() {
 		v, op := protocol.NewValue("n", "", time.Now()).String(), ops.nextOpID()
-		reply, err := scriptAcquire.Run(ctx, rdb, lockKeys("lock:so"), v, 10000, "", op, "", 1750, 86400000, "", "").Slice()
+		before, after, _ := protocol.AroundStamp(v)
+		reply, err := scripts.run(ctx, scriptAcquire, lockKeys("lock:so"), v, 10000, "", op, "", 1750, 10000, "", "", before, after).Slice()
 		if err != nil || len(reply) < 2 {
 			b.Fatal(reply, err)
 		}
-		if err := scriptRelease.Run(ctx, rdb, lockKeys("lock:so"), reply[1], op, "0", "", "x").Err(); err != nil {
+		if err := scripts.run(ctx, scriptRelease, lockKeys("lock:so"), reply[1], op, "0", "", "x", 0).Err(); err != nil {
 			b.Fatal(err)
 		}
 	}

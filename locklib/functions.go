@@ -15,18 +15,30 @@ import (
 // scripts (EVALSHA) from the first time the server shows that it has no Functions or that
 // its ACL refuses them (FCALL or FUNCTION LOAD), for the rest of the client's life.
 type scriptRunner struct {
-	rdb redis.UniversalClient
+	rdb    redis.UniversalClient
+	server *functionsState // shared by the runners on one server (via clones of one client)
+}
+
+// functionsState is what a server showed of its Functions.
+type functionsState struct {
 	// scriptsOnly is set once FCALL or FUNCTION LOAD was refused as unknown or not permitted.
 	scriptsOnly atomic.Bool
 	loading     sync.Mutex // one FUNCTION LOAD at a time
 }
 
-func newScriptRunner(rdb redis.UniversalClient) *scriptRunner { return &scriptRunner{rdb: rdb} }
+func newScriptRunner(rdb redis.UniversalClient) *scriptRunner {
+	return &scriptRunner{rdb: rdb, server: &functionsState{}}
+}
+
+// via is a runner that sends through rdb, a clone of r's client, to the same server.
+func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
+	return &scriptRunner{rdb: rdb, server: r.server}
+}
 
 // run runs s with keys and args. A call refused before it ran (the function missing, Functions
 // unknown or not permitted) is sent again in the form that works, so each call runs once.
 func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, args ...any) *redis.Cmd {
-	if !r.scriptsOnly.Load() {
+	if !r.server.scriptsOnly.Load() {
 		cmd := r.rdb.FCall(ctx, s.function, keys, args...)
 		err := cmd.Err()
 		switch {
@@ -37,9 +49,9 @@ func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, 
 				cmd.SetErr(err)
 				return cmd
 			}
-			r.scriptsOnly.Store(true)
+			r.server.scriptsOnly.Store(true)
 		case functionsRefused(err):
-			r.scriptsOnly.Store(true)
+			r.server.scriptsOnly.Store(true)
 		default:
 			return cmd
 		}
@@ -50,8 +62,8 @@ func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, 
 // load loads functionLibrary on the server, or on every master of a cluster. A library that
 // is there already (another client loaded it) is fine.
 func (r *scriptRunner) load(ctx context.Context) error {
-	r.loading.Lock()
-	defer r.loading.Unlock()
+	r.server.loading.Lock()
+	defer r.server.loading.Unlock()
 	if c, ok := r.rdb.(*redis.ClusterClient); ok {
 		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
 	}

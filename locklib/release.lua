@@ -44,7 +44,7 @@ if reentrant then
     redis.call('SREM', levels, op)
     showCount(key, reentrantParts(cur), n)
     finish(done, op, ms)
-    event(releasedEvent, ',"waiters":' .. waiters)
+    event(releasedEvent, ',"waiters":' .. digits(waiters))
     return {0, n, waiters, '', '0', ''}
   end
   redis.call('DEL', levels)
@@ -77,5 +77,5 @@ if waiters > 0 then
     end
   end
 end
-event(releasedEvent, ',"waiters":' .. waiters)
+event(releasedEvent, ',"waiters":' .. digits(waiters))
 return {1, 0, waiters, handedTo, token, written}

@@ -22,13 +22,24 @@ type singleStore struct {
 	clientID string        // the Client's id, to wake its own waiters without pub/sub
 	fenceFor time.Duration // WithFenceRetention
 	scripts  *scriptRunner
-	hub      *wakeHub
-	calls    goTracker // requests still running after their caller gave up on them
+	// releasing sends the calls bounded by releaseTimeout (a release, a clean-up) on a clone
+	// of a client that does not bound reads by the context (boundsSocket), whose every read
+	// and write is bounded so that all of go-redis's tries fit in releaseTimeout: they need
+	// no goroutine of their own (callBounded). nil when the client bounds reads itself, or
+	// cannot be cloned so (a cluster client).
+	releasing *scriptRunner
+	hub       *wakeHub
+	calls     goTracker // requests still running after their caller gave up on them
 }
 
 func newSingleStore(rdb redis.UniversalClient) *singleStore {
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), scripts: newScriptRunner(rdb), hub: newWakeHub(rdb)}
+	s := &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), scripts: newScriptRunner(rdb), hub: newWakeHub(rdb)}
+	if c, ok := rdb.(*redis.Client); ok && !s.direct {
+		tries := max(c.Options().MaxRetries, 0) + 1
+		s.releasing = s.scripts.via(c.WithTimeout(releaseTimeout / time.Duration(tries)))
+	}
+	return s
 }
 
 // setup passes the Client's settings that the scripts need.
@@ -60,6 +71,17 @@ func run[T any](ctx context.Context, s *singleStore, script *serverScript, keys 
 	return callBounded(ctx, &s.calls, s.direct, func(ctx context.Context) (T, error) {
 		return result(s.scripts.run(ctx, script, keys, args...))
 	}, late)
+}
+
+// runReleasing is run for a call bounded by releaseTimeout (a release, a clean-up): direct
+// where the store has a client for them (releasing).
+func runReleasing[T any](ctx context.Context, s *singleStore, script *serverScript, keys []string, args []any,
+	result func(*redis.Cmd) (T, error),
+) (T, error) {
+	if s.releasing != nil {
+		return result(s.releasing.run(ctx, script, keys, args...))
+	}
+	return run(ctx, s, script, keys, args, result, nil)
 }
 
 func cmdSlice(c *redis.Cmd) ([]any, error) { return c.Slice() }
@@ -95,8 +117,9 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 			waitingEvent = eventPrefix(protocol.Event{Type: string(EventWaiting), Key: req.key, Node: value.Node, Trace: value.Trace, AtMs: now})
 		}
 	}
+	beforeStamp, afterStamp, _ := protocol.AroundStamp(v)
 	args := []any{v, req.ttl.Milliseconds(), rand, req.op, entry, s.window.Milliseconds(),
-		fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent}
+		fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent, beforeStamp, afterStamp}
 	// An answer that comes after the Obtain gave up may say it took the lock: the Obtain's
 	// clean-up (abandon) may have run before that request did, so it runs again.
 	late := func(reply []any, err error) {
@@ -186,7 +209,7 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 		flag = "1"
 	}
 	sent := time.Now()
-	reply, err := run(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID, s.fenceFor.Milliseconds()}, cmdSlice, nil)
+	reply, err := runReleasing(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID, s.fenceFor.Milliseconds()}, cmdSlice)
 	if err != nil {
 		return backendError("release", h.key, err)
 	}
@@ -289,7 +312,7 @@ func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, r
 	}
 	keys := []string{key, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
 	return retrying(ctx, func(ctx context.Context) error {
-		if _, err := run(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64, nil); err != nil {
+		if _, err := runReleasing(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64); err != nil {
 			return backendError("leave queue", key, err)
 		}
 		return nil

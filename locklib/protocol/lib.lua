@@ -66,13 +66,15 @@ end
 -- clock in ms: read now when not given). Best effort: the caller's
 -- own change is made first, and a server out of memory refuses this write (it grows a set)
 -- without undoing that change.
+local function recordEnded(done, entry, ms)
+  if redis.call('ZADD', done, ms, entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
+    redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
+  end
+  redis.call('PEXPIRE', done, ENDED_MS)
+end
+
 local function finish(done, entry, ms)
-  pcall(function()
-    if redis.call('ZADD', done, ms or nowMs(), entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
-      redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
-    end
-    redis.call('PEXPIRE', done, ENDED_MS)
-  end)
+  pcall(recordEnded, done, entry, ms or nowMs())
 end
 
 -- extendTo makes key (and its levels set, when given) live at least ttl ms more; it never
@@ -272,10 +274,20 @@ local function dequeue(queue, presence, entry)
   redis.call('ZREM', queue, entry)
 end
 
--- event publishes a lifecycle event: prefix is a JSON object without its closing brace.
+-- event publishes a lifecycle event: prefix is a JSON object without its closing brace, tail
+-- the fields the script adds ('' publishes nothing: events are off).
 local function event(prefix, tail)
   if prefix ~= '' then
     redis.call('PUBLISH', EVENTS, prefix .. tail .. '}')
   end
+end
+
+-- digits is a count as JSON: Lua turns a number into text with sprintf, which costs more
+-- than the rest of a short script, and most counts are 0.
+local function digits(n)
+  if n == 0 then
+    return '0'
+  end
+  return tostring(n)
 end
 
