@@ -48,7 +48,7 @@ if cur and rand ~= '' then
       local n = redis.call('SCARD', levels)
       showCount(key, base, n)
       cur = base .. ':' .. n
-      extendTo(key, levels, ttl)
+      extendTo(key, levels, fence, ttl)
       event(acquiredEvent, ',"value":' .. cjson.encode(cur) .. ',"token":' .. token .. ',"waiters":' .. digits(waiters))
     end -- else an earlier copy of this request entered already
     return {1, cur, token, waiters, redis.call('PTTL', key)}

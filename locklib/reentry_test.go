@@ -166,3 +166,26 @@ func TestClusterKeyCheck(t *testing.T) {
 		}
 	}
 }
+
+// The fence counter lives as long as the lock it fences: a re-entry after the lock was renewed
+// past its first ttl reports the first level's token.
+func TestReentryAfterRenewalKeepsToken(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	const key = "lock:renewed-reentry"
+	outer := mustObtain(t, c, ctx, key, 200*time.Millisecond, Reentrant("job"))
+	if err := outer.Refresh(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // past the first ttl
+	inner := mustObtain(t, c, ctx, key, time.Second, Reentrant("job"))
+	if inner.Token() != outer.Token() {
+		t.Fatalf("re-entry after a renewal: token %d, want the outer level's %d", inner.Token(), outer.Token())
+	}
+	for _, l := range []*Lock{inner, outer} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 	if s.events {
 		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
 	}
-	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key)},
+	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
 		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
 	if err != nil {
 		return time.Time{}, backendError("refresh", h.key, err)

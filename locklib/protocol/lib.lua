@@ -77,15 +77,23 @@ local function finish(done, entry, ms)
   pcall(recordEnded, done, entry, ms or nowMs())
 end
 
--- extendTo makes key (and its levels set, when given) live at least ttl ms more; it never
--- shortens them: another Lock on the same key (a re-entrant level, or a renewal that ran
--- first but answered last) may rely on the longer expiry. Returns the PTTL now (-1: none).
-local function extendTo(key, levels, ttl)
+-- extendTo makes key (and its levels set and fence counter, when given) live at least ttl ms
+-- more; it never shortens them: another Lock on the same key (a re-entrant level, or a
+-- renewal that ran first but answered last) may rely on the longer expiry. The counter
+-- outlives the lock, so that a re-entry or a request run twice reports the holder's token
+-- (currentToken). Returns the PTTL now (-1: none).
+local function extendTo(key, levels, fence, ttl)
   local pttl = redis.call('PTTL', key)
   if pttl >= 0 and pttl < ttl then
     redis.call('PEXPIRE', key, ttl)
     if levels then
       redis.call('PEXPIRE', levels, ttl)
+    end
+    if fence then
+      local left = redis.call('PTTL', fence)
+      if left >= 0 and left < ttl then
+        redis.call('PEXPIRE', fence, ttl)
+      end
     end
     return ttl
   end
