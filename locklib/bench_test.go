@@ -95,3 +95,23 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	b.ReportMetric(per(3)/per(0), "scripts/raw")
 	b.ReportMetric(per(4)/per(0), "ctxtimeouts/raw")
 }
+
+// BenchmarkObtainRelease is one uncontended Obtain+Release with default options, for its
+// allocations (go-redis's included):
+//
+//	go test -run '^$' -bench ObtainRelease -benchmem -benchtime 20000x ./locklib
+func BenchmarkObtainRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	c := New(srv.Client())
+	defer c.Close()
+	for b.Loop() {
+		l, err := c.Obtain(ctx, "lock:bench:allocs", 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
