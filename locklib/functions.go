@@ -3,7 +3,6 @@ package locklib
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -23,11 +22,13 @@ type scriptRunner struct {
 type functionsState struct {
 	// scriptsOnly is set once FCALL or FUNCTION LOAD was refused as unknown or not permitted.
 	scriptsOnly atomic.Bool
-	loading     sync.Mutex // one FUNCTION LOAD at a time
+	// loading holds a token while a FUNCTION LOAD runs: one at a time, and a caller waits for
+	// it no longer than its context allows (a load on a stalled server may outlive its caller).
+	loading chan struct{}
 }
 
 func newScriptRunner(rdb redis.UniversalClient) *scriptRunner {
-	return &scriptRunner{rdb: rdb, server: &functionsState{}}
+	return &scriptRunner{rdb: rdb, server: &functionsState{loading: make(chan struct{}, 1)}}
 }
 
 // via is a runner that sends through rdb, a clone of r's client, to the same server.
@@ -62,8 +63,12 @@ func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, 
 // load loads functionLibrary on the server, or on every master of a cluster. A library that
 // is there already (another client loaded it) is fine.
 func (r *scriptRunner) load(ctx context.Context) error {
-	r.server.loading.Lock()
-	defer r.server.loading.Unlock()
+	select {
+	case r.server.loading <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.server.loading }()
 	if c, ok := r.rdb.(*redis.ClusterClient); ok {
 		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
 	}

@@ -1,6 +1,8 @@
 -- The protocol's Lua library (LuaLibrary, lua.go), prepended to every locklib script and to
--- the inspector's force-release (actions/release.lua). Redis forbids globals in scripts, so
--- everything here is local. The header that lua.go puts before it defines the channels:
+-- the inspector's force-release (actions/release.lua), or at the head of locklib's Redis
+-- Functions library (locklib/scripts.go), where it runs once, at load: so its top level
+-- calls no library function (Redis 7.0 offers none while loading). Redis forbids globals in
+-- scripts, so everything here is local. The header that lua.go puts before it defines the channels:
 -- EVENTS (EventsChannel), WAKE (WakeChannelPrefix), REDLOCK_RELEASED (RedlockReleasedChannel).
 --
 -- Every script is safe to run twice: go-redis sends a request again when the connection
@@ -13,7 +15,9 @@
 -- script that fails leaves nothing half done. A server out of memory (noeviction) refuses
 -- the writes that may grow memory (SET, SADD, ZADD, LPUSH...) but not DEL, SREM or ZREM: a
 -- script makes its one growing write before its other changes, or makes it best effort
--- (finish, showCount), so that under memory pressure a release still releases.
+-- (finish, showCount), so that under memory pressure a release still releases. (As Redis
+-- Functions, the release, refresh and leave carry allow-oom, which lets those writes through;
+-- the acquire does not, so a server out of memory refuses it whole.)
 
 -- The ended set (EndedKey) remembers the last ENDED_MAX operations that ended on a
 -- key (score: the server's unix ms when it ended), and goes ENDED_MS after the last of them:
