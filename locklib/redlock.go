@@ -57,7 +57,6 @@ type redlockConfig struct {
 // against the quorum. It hands out no fencing tokens (fenced) and has no wait queue.
 type redlockStore struct {
 	clients    []redis.UniversalClient
-	scripts    []*scriptRunner // one per client: its scripts as functions where it has them
 	quorum     int
 	cfg        redlockConfig
 	events     bool
@@ -101,10 +100,6 @@ func (s *redlockStore) setup(clients []redis.UniversalClient, cfg config) error 
 		rc.driftFactor, rc.driftFixed = defaultRedlockDriftFactor, defaultRedlockDriftFixed
 	}
 	s.clients = append([]redis.UniversalClient(nil), clients...)
-	s.scripts = make([]*scriptRunner, len(clients))
-	for i, c := range clients {
-		s.scripts[i] = newScriptRunner(c)
-	}
 	s.quorum = len(clients)/2 + 1
 	s.cfg = rc
 	s.events = cfg.events
@@ -242,7 +237,7 @@ func (s *redlockStore) releaseOn(ctx context.Context, i int, h hold, final bool)
 		rec, channel = "1", protocol.RedlockReleasedChannel
 	}
 	keys := []string{h.key, protocol.LevelsKey(h.key), protocol.EndedKey(h.key)}
-	return s.scripts[i].run(ctx, scriptRedlockRelease, keys, h.match, reentrant, channel, h.op, rec).Int64()
+	return scriptRedlockRelease.Run(ctx, s.clients[i], keys, h.match, reentrant, channel, h.op, rec).Int64()
 }
 
 // refresh extends the lock to ttl on every instance in parallel (refresh.lua). It succeeds
@@ -275,7 +270,7 @@ func (s *redlockStore) refresh(ctx context.Context, h hold, ttl time.Duration) (
 	timeout := s.instanceTimeout(ttl)
 	got, ctxErr := fanOut(ctx, s, s.allInstances(), timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return s.scripts[i].run(ctx, scriptRefresh, []string{key, protocol.LevelsKey(key)}, h.match, h.level(), ttl.Milliseconds(), "").Int64()
+			return scriptRefresh.Run(ctx, s.clients[i], []string{key, protocol.LevelsKey(key)}, h.match, h.level(), ttl.Milliseconds(), "").Int64()
 		},
 		func(got []instanceReply[int64]) bool {
 			extended, refused := tally(got)
@@ -306,7 +301,7 @@ func (s *redlockStore) pttl(ctx context.Context, h hold) (time.Duration, error) 
 	timeout := s.instanceTimeout(0)
 	got, ctxErr := fanOut(ctx, s, s.allInstances(), timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return s.scripts[i].run(ctx, scriptPTTL, []string{key, protocol.LevelsKey(key)}, h.match, h.level()).Int64()
+			return scriptPTTL.Run(ctx, s.clients[i], []string{key, protocol.LevelsKey(key)}, h.match, h.level()).Int64()
 		}, func(got []instanceReply[int64]) bool { return s.onlyDownLeft(answeredIn(got)) })
 	var held []time.Duration
 	var notHeld int

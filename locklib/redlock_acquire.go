@@ -137,7 +137,7 @@ func (s *redlockStore) acquireOn(ctx context.Context, a *redlockAttempt, i int, 
 		return s.acquirePlainOn(ctx, a, i, ttl)
 	}
 	keys := []string{a.key, protocol.LevelsKey(a.key), protocol.EndedKey(a.key)}
-	res, err := s.scripts[i].run(ctx, scriptRedlockReentrant, keys, a.value, ttl.Milliseconds(), a.rand, a.op).Slice()
+	res, err := scriptRedlockReentrant.Run(ctx, s.clients[i], keys, a.value, ttl.Milliseconds(), a.rand, a.op).Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected acquire script reply %v", res)
 	}

@@ -30,16 +30,13 @@ func newRedlockFixture(t *testing.T, n int) *redlockFixture {
 	return f
 }
 
-// warmUp loads the functions and scripts and opens a few connections to every instance, so that the
+// warmUp loads the scripts and opens a few connections to every instance, so that the
 // first attempts of a test do not pay for dialing and NOSCRIPT (hundreds of ms under -race
 // on a loaded machine, beyond the per-instance timeout).
 func (f *redlockFixture) warmUp(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	for _, c := range f.clients {
-		if err := loadLibrary(ctx, c); err != nil {
-			t.Fatal(err)
-		}
 		for _, script := range []*serverScript{scriptRedlockReentrant, scriptRedlockRelease, scriptRefresh, scriptPTTL} {
 			if err := script.Load(ctx, c).Err(); err != nil {
 				t.Fatal(err)

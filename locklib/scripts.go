@@ -55,7 +55,7 @@ var (
 // queue, and its release wakes the queue's head, none of which means anything across N
 // independent servers. A plain lock is taken with SET NX PX, no script at all. The stored
 // value has the same format, so the inspector decodes a Redlock holder on every instance like
-// any other lockscope lock.
+// any other lockscope lock. Redlock sends them as scripts (EVALSHA).
 var (
 	//go:embed redlock_reentrant.lua
 	luaRedlockReentrant string
