@@ -228,10 +228,10 @@ end
 -- A value's timestamp is stamped by the server when the key is written (stamp), so a lock's
 -- age counts from when it was taken, not from when its Obtain began to wait; sameHolder
 -- compares two values but for that field.
-local RAND = '%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x' -- 16 hex digits (a library computes nothing at load)
-
-local STAMPED = '^(.*:)%d+(:' .. RAND .. ')$'
-local STAMPED_REENTRANT = '^(.*:)%d+(:' .. RAND .. ':%d+)$'
+-- '<fields>:<unix_ms>:<rand: 16 hex digits>' and the same with ':<count>' after, spelled out:
+-- prepended to a script, any expression here runs on every call.
+local STAMPED = '^(.*:)%d+(:%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x)$'
+local STAMPED_REENTRANT = '^(.*:)%d+(:%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x:%d+)$'
 
 local function splitStamp(v)
   local head, tail = string.match(v, STAMPED)
