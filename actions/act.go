@@ -60,7 +60,7 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	keys, args := []string{key}, scriptArgs(expect, ttl)
 	if action == ActionExtend {
 		script, source, success = extendScript, extendSource, Extended
-		keys = append(keys, protocol.LevelsKey(key))
+		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
 	} else {
 		// release.lua wakes locklib's waiters: it needs their queue keys.
 		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key))

@@ -1,11 +1,19 @@
 -- Compare-and-PEXPIRE (holder.lua is prepended): sets the TTL of KEYS[1] to ARGV[2] ms only
 -- when it still holds the expected value. A re-entrant locklib lock's levels set (KEYS[2],
--- protocol.LevelsKey) must live as long as the key: it gets the same TTL.
+-- protocol.LevelsKey) must live as long as the key: it gets the same TTL. Its fencing counter
+-- (KEYS[3], protocol.FenceKey) must outlive it, so that a re-entry reports the holder's token:
+-- it is extended to the TTL when it would go sooner.
 local status, current = holder(KEYS[1])
 if status == 'match' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if KEYS[2] and redis.call('TYPE', KEYS[2])['ok'] == 'set' then
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+  if KEYS[3] and redis.call('TYPE', KEYS[3])['ok'] == 'string' then
+    local left = redis.call('PTTL', KEYS[3])
+    if left >= 0 and left < tonumber(ARGV[2]) then
+      redis.call('PEXPIRE', KEYS[3], ARGV[2])
+    end
   end
 end
 return {status, current}

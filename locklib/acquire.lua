@@ -4,14 +4,15 @@
 --       levels (a re-entrant lock's operation ids), ended operations
 -- ARGV: value, ttl ms, re-entry rand ('' = not re-entrant), op, queue entry ('' = do not
 --       queue; '<op>|<ttl ms>|<value>'), presence window ms, fence counter lifetime ms,
---       acquired event, waiting event
+--       acquired event, waiting event, value's fields before its timestamp, value's
+--       fields after it (the server stamps the value it writes with its own clock)
 -- Returns {status, value (ours, or the holder's), token, waiters, pttl ms[, queue position]}:
 -- status 1 taken, 0 not taken, -2 op has ended (a late copy of a request of an Obtain that
 -- already returned: it must not take the lock for nobody).
 local key, fence, queue, presence, levels, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local value, ttl, rand, op, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local window, fenceTTL = tonumber(ARGV[6]), ARGV[7]
-local acquiredEvent, waitingEvent = ARGV[8], ARGV[9]
+local acquiredEvent, waitingEvent, beforeStamp, afterStamp = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 
 -- Reads before any write (protocol/lib.lua): ended, lock, queue and fence here; presence is read (by
 -- prune) before any write when there are waiters, and written first otherwise; levels are
@@ -47,14 +48,15 @@ if cur and rand ~= '' then
       local n = redis.call('SCARD', levels)
       showCount(key, base, n)
       cur = base .. ':' .. n
-      extendTo(key, levels, ttl)
-      event(acquiredEvent, ',"value":' .. cjson.encode(cur) .. ',"token":' .. token .. ',"waiters":' .. waiters)
+      extendTo(key, levels, fence, ttl)
+      event(acquiredEvent, ',"value":' .. cjson.encode(cur) .. ',"token":' .. token .. ',"waiters":' .. digits(waiters))
     end -- else an earlier copy of this request entered already
     return {1, cur, token, waiters, redis.call('PTTL', key)}
   end
 end
 
-local now, time = nowMs()
+local us, ms = clock()
+local now = tonumber(ms)
 if waiters > 0 then
   waiters = prune(queue, presence, now)
 end
@@ -65,9 +67,9 @@ if not cur then
     head = liveHead(queue, presence)
   end
   if head == nil or head == entry then
-    local token = nextToken(fence, fenceTTL, last, time)
-    value = stamp(value, now)
-    redis.call('SET', key, value, 'PX', ttl)
+    local token = nextToken(fence, fenceTTL, last, us)
+    value = beforeStamp .. ms .. afterStamp
+    redis.call('SET', key, value, 'PX', ARGV[2])
     if rand ~= '' then
       redis.call('DEL', levels)
       redis.call('SADD', levels, op)
@@ -77,7 +79,7 @@ if not cur then
       dequeue(queue, presence, head)
       waiters = waiters - 1
     end
-    event(acquiredEvent, ',"value":' .. cjson.encode(value) .. ',"token":' .. token .. ',"waiters":' .. waiters)
+    event(acquiredEvent, ',"value":' .. cjson.encode(value) .. ',"token":' .. token .. ',"waiters":' .. digits(waiters))
     return {1, value, token, waiters, ttl}
   end
   -- Free, but another waiter is first: make sure it knows (the holder may have expired).
@@ -101,7 +103,7 @@ if entry ~= '' then
   redis.call('PEXPIRE', queue, window * 2)
   redis.call('PEXPIRE', presence, window * 2)
   if added then
-    event(waitingEvent, ',"waiters":' .. waiters)
+    event(waitingEvent, ',"waiters":' .. digits(waiters))
   end
   position = redis.call('ZRANK', queue, entry)
 end

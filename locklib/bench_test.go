@@ -60,13 +60,15 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	}
 	ops := New(rdb) // only for operation ids
 	defer ops.Close()
+	scripts := newScriptRunner(rdb)
 	scriptsOnly := func() {
 		v, op := protocol.NewValue("n", "", time.Now()).String(), ops.nextOpID()
-		reply, err := scriptAcquire.Run(ctx, rdb, lockKeys("lock:so"), v, 10000, "", op, "", 1750, 86400000, "", "").Slice()
+		before, after, _ := protocol.AroundStamp(v)
+		reply, err := scripts.run(ctx, scriptAcquire, lockKeys("lock:so"), v, 10000, "", op, "", 1750, 10000, "", "", before, after).Slice()
 		if err != nil || len(reply) < 2 {
 			b.Fatal(reply, err)
 		}
-		if err := scriptRelease.Run(ctx, rdb, lockKeys("lock:so"), reply[1], op, "0", "", "x").Err(); err != nil {
+		if err := scripts.run(ctx, scriptRelease, lockKeys("lock:so"), reply[1], op, "0", "", "x", 0).Err(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -92,4 +94,24 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	b.ReportMetric(per(2)/per(0), "noevents/raw")
 	b.ReportMetric(per(3)/per(0), "scripts/raw")
 	b.ReportMetric(per(4)/per(0), "ctxtimeouts/raw")
+}
+
+// BenchmarkObtainRelease is one uncontended Obtain+Release with default options, for its
+// allocations (go-redis's included):
+//
+//	go test -run '^$' -bench ObtainRelease -benchmem -benchtime 20000x ./locklib
+func BenchmarkObtainRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	c := New(srv.Client())
+	defer c.Close()
+	for b.Loop() {
+		l, err := c.Obtain(ctx, "lock:bench:allocs", 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

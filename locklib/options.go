@@ -35,7 +35,10 @@ type config struct {
 	backoffCap  time.Duration     // largest back-off step: what a lost wake-up can cost at most
 	observer    func(Observation) // nil: no observations
 	events      bool              // publish lifecycle events on protocol.EventsChannel
-	redlock     redlockConfig     // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
+	// fenceRetention is how long a fencing counter outlives each acquisition at least
+	// (WithFenceRetention; 0: as long as the lock's ttl).
+	fenceRetention time.Duration
+	redlock        redlockConfig // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
 }
 
 const (
@@ -84,6 +87,18 @@ func WithObserver(f func(Observation)) Option { return option(func(c *config) { 
 // Most events are published from inside the lock scripts, so they cost no extra round
 // trip; docs/locklib.md gives the measured cost.
 func WithEvents(on bool) Option { return option(func(c *config) { c.events = on }) }
+
+// WithFenceRetention keeps a key's fencing counter (protocol.FenceKey) for at least d after
+// each acquisition, instead of as long as the lock's ttl: one more key, about 160 bytes,
+// per distinct key locked in the last d. Tokens are the server clock in microseconds, and
+// the counter carries them past the clock only while it exists, so it is what keeps them
+// increasing when the server's clock steps back (or a failover lands on a server whose clock
+// is behind) by more than the time since the last acquisition; d is how long after an
+// acquisition that stays covered (docs/value-format.md, "Fencing tokens"). Redlock, which
+// has no fencing tokens, ignores it.
+func WithFenceRetention(d time.Duration) Option {
+	return option(func(c *config) { c.fenceRetention = max(d, 0) })
+}
 
 // ---- Redlock-only options: NewRedlock takes them, New does not compile with them. Owned
 // by the Redlock part, see redlock.go and docs/redlock.md. ----

@@ -27,7 +27,7 @@ if r == rand and redis.call('EXISTS', levels) == 1 then
     local n = redis.call('SCARD', levels)
     showCount(key, base, n)
     cur = base .. ':' .. n
-    extendTo(key, levels, ttl)
+    extendTo(key, levels, nil, ttl)
   end
   return {1, cur}
 end

@@ -74,6 +74,9 @@ func TestReentryCounts(t *testing.T) {
 	}
 }
 
+// Tokens increase across a released lock's counter going (it lives the lock's ttl) or going
+// back (a failover to a replica that missed increments), and count on from a counter that
+// is ahead of the clock (the server's clock stepped back) while it lives.
 func TestFencingTokensMonotonic(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
@@ -86,18 +89,66 @@ func TestFencingTokensMonotonic(t *testing.T) {
 			t.Fatalf("acquisition %d: token %d not above %d", i, l.Token(), last)
 		}
 		last = l.Token()
-		if ttl := rdb.PTTL(ctx, protocol.FenceKey(key)).Val(); ttl < 23*time.Hour {
-			t.Fatalf("fence counter expiry %v, want at least 24h", ttl)
+		if ttl := rdb.PTTL(ctx, protocol.FenceKey(key)).Val(); ttl <= 0 || ttl > time.Second {
+			t.Fatalf("fence counter expiry %v, want the lock's ttl (1s)", ttl)
 		}
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		switch i % 3 {
-		case 1: // the counter is deleted (or evicted)
+		case 1: // the counter is deleted (or evicted, or its ttl passed)
 			rdb.Del(ctx, protocol.FenceKey(key))
 		case 2: // a failover to a replica that missed increments: the counter goes back
 			rdb.Set(ctx, protocol.FenceKey(key), last-1000, 0)
 		}
+	}
+	// The clock stepped back by a minute: while the counter lives, tokens count on from it.
+	ahead := last + 60_000_000
+	rdb.Set(ctx, protocol.FenceKey(key), ahead, 0)
+	for i := range 3 {
+		l := mustObtain(t, c, ctx, key, time.Second)
+		if want := ahead + int64(i) + 1; l.Token() != want {
+			t.Fatalf("after the clock stepped back, token %d, want %d", l.Token(), want)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// WithFenceRetention keeps the counter at least that long after each acquisition, a
+// hand-off included.
+func TestFenceRetention(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv, WithFenceRetention(time.Hour))
+	ctx := testCtx(t, 10*time.Second)
+	const key = "lock:retained"
+	l := mustObtain(t, c, ctx, key, time.Second)
+	if ttl := rdb.PTTL(ctx, protocol.FenceKey(key)).Val(); ttl < 59*time.Minute {
+		t.Fatalf("fence counter expiry %v, want the retention (1h)", ttl)
+	}
+	waiter := make(chan *Lock)
+	go func() {
+		w, err := c.Obtain(ctx, key, time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		waiter <- w
+	}()
+	redistest.Eventually(t, "the waiter queued", func() bool { return rdb.ZCard(ctx, protocol.WaitQueueKey(key)).Val() == 1 })
+	rdb.Del(ctx, protocol.FenceKey(key))
+	if err := l.Release(ctx); err != nil { // hands the lock to the waiter: a new token
+		t.Fatal(err)
+	}
+	w := <-waiter
+	if w == nil {
+		t.FailNow()
+	}
+	if ttl := rdb.PTTL(ctx, protocol.FenceKey(key)).Val(); ttl < 59*time.Minute {
+		t.Fatalf("fence counter expiry %v after a hand-off, want the retention (1h)", ttl)
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -112,6 +163,29 @@ func TestClusterKeyCheck(t *testing.T) {
 		err := checkClusterKey(key)
 		if ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalid)) {
 			t.Errorf("checkClusterKey(%q) = %v", key, err)
+		}
+	}
+}
+
+// The fence counter lives as long as the lock it fences: a re-entry after the lock was renewed
+// past its first ttl reports the first level's token.
+func TestReentryAfterRenewalKeepsToken(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	const key = "lock:renewed-reentry"
+	outer := mustObtain(t, c, ctx, key, 200*time.Millisecond, Reentrant("job"))
+	if err := outer.Refresh(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // past the first ttl
+	inner := mustObtain(t, c, ctx, key, time.Second, Reentrant("job"))
+	if inner.Token() != outer.Token() {
+		t.Fatalf("re-entry after a renewal: token %d, want the outer level's %d", inner.Token(), outer.Token())
+	}
+	for _, l := range []*Lock{inner, outer} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -1,15 +1,16 @@
 -- Owner-checked extension of one Lock on KEYS[1] to at least ARGV[3] ms; it never shortens the
 -- key, so renewals that run in any order, or twice, leave it at the latest expiry any of them
--- asked for (protocol/lib.lua, extendTo). KEYS: lock, levels. ARGV: value (base for a re-entrant
+-- asked for (protocol/lib.lua, extendTo). KEYS: lock, levels[, fence counter: extended with
+-- the lock; Redlock has none]. ARGV: value (base for a re-entrant
 -- lock), op ('' for a plain lock: its level in the levels set otherwise), ttl ms, renewed
 -- event. Returns the PTTL now (-1: no expiry), or -3 when the Lock does not hold the key.
-local key, levels, op = KEYS[1], KEYS[2], ARGV[2]
+local key, levels, fence, op = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
 if not holds(redis.call('GET', key), ARGV[1], levels, op) then
   return -3
 end
 if op == '' then
   levels = nil
 end
-local pttl = extendTo(key, levels, tonumber(ARGV[3]))
+local pttl = extendTo(key, levels, fence, tonumber(ARGV[3]))
 event(ARGV[4], ',"ttl_ms":' .. pttl)
 return pttl

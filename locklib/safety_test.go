@@ -42,21 +42,25 @@ func newFaulty(t *testing.T, opts ...func(*redis.Options)) faulty {
 
 func loadScripts(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
-	for _, s := range []*redis.Script{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
-		scriptRedlockReentrant, scriptRedlockRelease} {
+	if err := loadLibrary(context.Background(), rdb); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range serverScripts {
 		if err := s.Load(context.Background(), rdb).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// isScript matches a call of script s.
-func isScript(s *redis.Script) func(cmd []string) bool {
-	return func(cmd []string) bool { return cmd[0] == "evalsha" && len(cmd) > 1 && cmd[1] == s.Hash() }
+// isScript matches a call of script s, as a function or as a script.
+func isScript(s *serverScript) func(cmd []string) bool {
+	return func(cmd []string) bool {
+		return len(cmd) > 1 && (cmd[0] == "evalsha" && cmd[1] == s.Hash() || cmd[0] == "fcall" && cmd[1] == s.function)
+	}
 }
 
 // isScriptWith matches a call of script s one of whose arguments contains arg.
-func isScriptWith(s *redis.Script, arg string) func(cmd []string) bool {
+func isScriptWith(s *serverScript, arg string) func(cmd []string) bool {
 	withArg := redistest.ScriptWithArg(arg)
 	return func(cmd []string) bool { return isScript(s)(cmd) && withArg(cmd) }
 }

@@ -1,15 +1,32 @@
 package locklib
 
 import (
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
+	"strings"
 
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts run with EVALSHA and fall back to EVAL on NOSCRIPT (redis.Script), so they
-// survive SCRIPT FLUSH and restarts. The protocol's Lua library (protocol.LuaLibrary) is
-// prepended to each one.
+// Every locklib operation on the server is one Lua script that runs two ways:
+//
+//   - as a function of one Redis Functions library (FCALL; Redis 7.0 and later), which
+//     defines the protocol's helpers (protocol.LuaLibrary) once, when it is loaded;
+//   - as a script with that library prepended (EVALSHA, falling back to EVAL on NOSCRIPT),
+//     which defines every helper again on each call, for servers without Functions or whose
+//     ACL refuses them (scriptRunner, functions.go, decides which).
+//
+// The library's name and its functions' names carry a hash of its code, so clients of
+// different locklib versions on one server each call their own code.
+type serverScript struct {
+	*redis.Script        // the EVALSHA form: protocol.LuaLibrary() + the script's own code
+	function      string // the function's name in functionLibrary
+	body          string
+	flags         string // the function's flags, as a Lua table
+}
+
 var (
 	//go:embed acquire.lua
 	luaAcquire string
@@ -22,11 +39,15 @@ var (
 	//go:embed leave.lua
 	luaLeave string
 
-	scriptAcquire = redis.NewScript(protocol.LuaLibrary() + luaAcquire)
-	scriptRelease = redis.NewScript(protocol.LuaLibrary() + luaRelease)
-	scriptRefresh = redis.NewScript(protocol.LuaLibrary() + luaRefresh)
-	scriptPTTL    = redis.NewScript(protocol.LuaLibrary() + luaPTTL)
-	scriptLeave   = redis.NewScript(protocol.LuaLibrary() + luaLeave)
+	// A function without the allow-oom flag is refused as a whole by a server out of memory
+	// (noeviction), before it ran: so is a new acquisition, which must grow memory. A
+	// release, a renewal and a clean-up are allowed, so that memory pressure never keeps a
+	// lock held (as their script forms, whose growing writes fail alone and are best effort).
+	scriptAcquire = newServerScript("acquire", luaAcquire, "{}")
+	scriptRelease = newServerScript("release", luaRelease, "{'allow-oom'}")
+	scriptRefresh = newServerScript("refresh", luaRefresh, "{'allow-oom'}")
+	scriptPTTL    = newServerScript("pttl", luaPTTL, "{'no-writes'}")
+	scriptLeave   = newServerScript("leave", luaLeave, "{'allow-oom'}")
 )
 
 // Redlock runs refresh.lua and pttl.lua on each instance as they are, and two scripts of its
@@ -34,13 +55,48 @@ var (
 // queue, and its release wakes the queue's head, none of which means anything across N
 // independent servers. A plain lock is taken with SET NX PX, no script at all. The stored
 // value has the same format, so the inspector decodes a Redlock holder on every instance like
-// any other lockscope lock.
+// any other lockscope lock. Redlock sends them as scripts (EVALSHA).
 var (
 	//go:embed redlock_reentrant.lua
 	luaRedlockReentrant string
 	//go:embed redlock_release.lua
 	luaRedlockRelease string
 
-	scriptRedlockReentrant = redis.NewScript(protocol.LuaLibrary() + luaRedlockReentrant)
-	scriptRedlockRelease   = redis.NewScript(protocol.LuaLibrary() + luaRedlockRelease)
+	scriptRedlockReentrant = newServerScript("redlock_reentrant", luaRedlockReentrant, "{}")
+	scriptRedlockRelease   = newServerScript("redlock_release", luaRedlockRelease, "{'allow-oom'}")
 )
+
+// serverScripts are the functions of functionLibrary, in the order it defines them.
+var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
+	scriptRedlockReentrant, scriptRedlockRelease}
+
+// functionLibrary is the library of locklib's functions (FUNCTION LOAD), named
+// lockscope_<hash of its code>.
+var functionLibrary = newFunctionLibrary(serverScripts)
+
+type library struct {
+	name   string
+	source string
+}
+
+func newServerScript(name, body, flags string) *serverScript {
+	return &serverScript{Script: redis.NewScript(protocol.LuaLibrary() + body), function: name, body: body, flags: flags}
+}
+
+// newFunctionLibrary builds the library and names each script's function after it.
+func newFunctionLibrary(scripts []*serverScript) library {
+	hash := sha1.New()
+	hash.Write([]byte(protocol.LuaLibrary()))
+	for _, s := range scripts {
+		hash.Write([]byte("\x00" + s.function + "\x00" + s.flags + "\x00" + s.body))
+	}
+	name := "lockscope_" + hex.EncodeToString(hash.Sum(nil)[:6])
+	var code strings.Builder
+	code.WriteString("#!lua name=" + name + "\n" + protocol.LuaLibrary())
+	for _, s := range scripts {
+		s.function = name + "_" + s.function
+		code.WriteString("\nredis.register_function{function_name = '" + s.function + "', flags = " + s.flags +
+			", callback = function(KEYS, ARGV)\n" + s.body + "\nend}\n")
+	}
+	return library{name: name, source: code.String()}
+}

@@ -3,7 +3,6 @@ package locklib
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -21,28 +20,38 @@ type singleStore struct {
 	events   bool
 	window   time.Duration // presence window of queue entries (presenceWindow)
 	clientID string        // the Client's id, to wake its own waiters without pub/sub
-	hub      *wakeHub
-	calls    goTracker // requests still running after their caller gave up on them
+	fenceFor time.Duration // WithFenceRetention
+	scripts  *scriptRunner
+	// releasing sends the calls bounded by releaseTimeout (a release, a clean-up) on a clone
+	// of a client that does not bound reads by the context (boundsSocket), whose every read
+	// and write is bounded so that all of go-redis's tries fit in releaseTimeout: they need
+	// no goroutine of their own (callBounded). nil when the client bounds reads itself, or
+	// cannot be cloned so (a cluster client).
+	releasing *scriptRunner
+	hub       *wakeHub
+	calls     goTracker // requests still running after their caller gave up on them
 }
 
 func newSingleStore(rdb redis.UniversalClient) *singleStore {
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), hub: newWakeHub(rdb)}
+	s := &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), scripts: newScriptRunner(rdb), hub: newWakeHub(rdb)}
+	if c, ok := rdb.(*redis.Client); ok && !s.direct {
+		tries := max(c.Options().MaxRetries, 0) + 1
+		s.releasing = s.scripts.via(c.WithTimeout(releaseTimeout / time.Duration(tries)))
+	}
+	return s
 }
 
 // setup passes the Client's settings that the scripts need.
 func (s *singleStore) setup(cfg config, clientID string) {
-	s.events, s.window, s.clientID = cfg.events, presenceWindow(cfg.backoffCap), clientID
+	s.events, s.window, s.clientID, s.fenceFor = cfg.events, presenceWindow(cfg.backoffCap), clientID, cfg.fenceRetention
 }
 
-// fenceLifetime is how long a fencing counter outlives its last acquisition. It may expire:
-// the next token is floored by the server clock, so it is still above every earlier one.
-func fenceLifetime(ttl time.Duration) time.Duration {
-	if ttl > math.MaxInt64/10 {
-		return ttl
-	}
-	return max(10*ttl, 24*time.Hour)
-}
+// fenceLifetime is how long a fencing counter outlives an acquisition with ttl: as long as the
+// lock would, or the retention asked for (WithFenceRetention). Once it has gone the next
+// token is the server clock's, still above every earlier one unless the clock stepped back
+// (docs/value-format.md, "Fencing tokens").
+func fenceLifetime(ttl, retention time.Duration) time.Duration { return max(ttl, retention) }
 
 // presenceWindow is how long a waiter's queue entry stays valid without a new attempt. A
 // live waiter attempts at least every back-off cap; a crashed one blocks the queue for at
@@ -56,12 +65,23 @@ func lockKeys(key string) []string {
 
 // run sends a script, bounded by ctx whatever the client's options (callBounded); late, if
 // not nil, gets the reply of a script still running when ctx ended.
-func run[T any](ctx context.Context, s *singleStore, script *redis.Script, keys []string, args []any,
+func run[T any](ctx context.Context, s *singleStore, script *serverScript, keys []string, args []any,
 	result func(*redis.Cmd) (T, error), late func(T, error),
 ) (T, error) {
 	return callBounded(ctx, &s.calls, s.direct, func(ctx context.Context) (T, error) {
-		return result(script.Run(ctx, s.rdb, keys, args...))
+		return result(s.scripts.run(ctx, script, keys, args...))
 	}, late)
+}
+
+// runReleasing is run for a call bounded by releaseTimeout (a release, a clean-up): direct
+// where the store has a client for them (releasing).
+func runReleasing[T any](ctx context.Context, s *singleStore, script *serverScript, keys []string, args []any,
+	result func(*redis.Cmd) (T, error),
+) (T, error) {
+	if s.releasing != nil {
+		return result(s.releasing.run(ctx, script, keys, args...))
+	}
+	return run(ctx, s, script, keys, args, result, nil)
 }
 
 func cmdSlice(c *redis.Cmd) ([]any, error) { return c.Slice() }
@@ -97,8 +117,9 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 			waitingEvent = eventPrefix(protocol.Event{Type: string(EventWaiting), Key: req.key, Node: value.Node, Trace: value.Trace, AtMs: now})
 		}
 	}
+	beforeStamp, afterStamp, _ := protocol.AroundStamp(v)
 	args := []any{v, req.ttl.Milliseconds(), rand, req.op, entry, s.window.Milliseconds(),
-		fenceLifetime(req.ttl).Milliseconds(), acquiredEvent, waitingEvent}
+		fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent, beforeStamp, afterStamp}
 	// An answer that comes after the Obtain gave up may say it took the lock: the Obtain's
 	// clean-up (abandon) may have run before that request did, so it runs again.
 	late := func(reply []any, err error) {
@@ -155,7 +176,7 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 	if s.events {
 		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
 	}
-	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key)},
+	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
 		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
 	if err != nil {
 		return time.Time{}, backendError("refresh", h.key, err)
@@ -188,7 +209,7 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 		flag = "1"
 	}
 	sent := time.Now()
-	reply, err := run(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID}, cmdSlice, nil)
+	reply, err := runReleasing(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID, s.fenceFor.Milliseconds()}, cmdSlice)
 	if err != nil {
 		return backendError("release", h.key, err)
 	}
@@ -291,7 +312,7 @@ func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, r
 	}
 	keys := []string{key, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
 	return retrying(ctx, func(ctx context.Context) error {
-		if _, err := run(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64, nil); err != nil {
+		if _, err := runReleasing(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64); err != nil {
 			return backendError("leave queue", key, err)
 		}
 		return nil

@@ -60,8 +60,8 @@ type FaultStats struct {
 
 // Command matchers for rules and RandomFaults.Match; cmd[0] is the lower-case command name.
 
-// IsScript matches EVAL and EVALSHA.
-func IsScript(cmd []string) bool { return cmd[0] == "evalsha" || cmd[0] == "eval" }
+// IsScript matches EVAL, EVALSHA and FCALL.
+func IsScript(cmd []string) bool { return cmd[0] == "evalsha" || cmd[0] == "eval" || cmd[0] == "fcall" }
 
 // ScriptWithArg matches a script call one of whose arguments contains s.
 func ScriptWithArg(s string) func(cmd []string) bool {
@@ -81,7 +81,7 @@ func ScriptWithArg(s string) func(cmd []string) bool {
 // IsWrite matches the commands a lock library sends to change state: scripts and SET/DEL.
 func IsWrite(cmd []string) bool {
 	switch cmd[0] {
-	case "evalsha", "eval", "set", "del", "pexpire":
+	case "evalsha", "eval", "fcall", "set", "del", "pexpire":
 		return true
 	}
 	return false

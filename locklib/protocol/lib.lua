@@ -1,6 +1,8 @@
 -- The protocol's Lua library (LuaLibrary, lua.go), prepended to every locklib script and to
--- the inspector's force-release (actions/release.lua). Redis forbids globals in scripts, so
--- everything here is local. The header that lua.go puts before it defines the channels:
+-- the inspector's force-release (actions/release.lua), or at the head of locklib's Redis
+-- Functions library (locklib/scripts.go), where it runs once, at load: so its top level
+-- calls no library function (Redis 7.0 offers none while loading). Redis forbids globals in
+-- scripts, so everything here is local. The header that lua.go puts before it defines the channels:
 -- EVENTS (EventsChannel), WAKE (WakeChannelPrefix), REDLOCK_RELEASED (RedlockReleasedChannel).
 --
 -- Every script is safe to run twice: go-redis sends a request again when the connection
@@ -13,7 +15,9 @@
 -- script that fails leaves nothing half done. A server out of memory (noeviction) refuses
 -- the writes that may grow memory (SET, SADD, ZADD, LPUSH...) but not DEL, SREM or ZREM: a
 -- script makes its one growing write before its other changes, or makes it best effort
--- (finish, showCount), so that under memory pressure a release still releases.
+-- (finish, showCount), so that under memory pressure a release still releases. (As Redis
+-- Functions, the release, refresh and leave carry allow-oom, which lets those writes through;
+-- the acquire does not, so a server out of memory refuses it whole.)
 
 -- The ended set (EndedKey) remembers the last ENDED_MAX operations that ended on a
 -- key (score: the server's unix ms when it ended), and goes ENDED_MS after the last of them:
@@ -33,10 +37,20 @@ local function checkTypes(...)
   end
 end
 
--- nowMs is the server's clock in milliseconds.
-local function nowMs()
+-- clock reads the server's clock once: its unix microseconds and milliseconds as decimal
+-- text (the form they are written in: a token, a value's timestamp).
+local function clock()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
+  local us = string.format('%s%06d', t[1], t[2])
+  return us, string.sub(us, 1, -4)
+end
+
+-- nowMs is the server's clock in milliseconds, as a number; clock's reading when given.
+local function nowMs(us)
+  if not us then
+    us = clock()
+  end
+  return tonumber(string.sub(us, 1, -4))
 end
 
 -- The ended set holds op when op's release succeeded, op .. '!' when op ended otherwise
@@ -52,27 +66,38 @@ local function ended(done, op)
   return released(done, op) or redis.call('ZSCORE', done, op .. '!') ~= false
 end
 
--- finish records that an operation ended (entry: op or op .. '!'). Best effort: the caller's
+-- finish records that an operation ended (entry: op or op .. '!'), at ms (the server's
+-- clock in ms: read now when not given). Best effort: the caller's
 -- own change is made first, and a server out of memory refuses this write (it grows a set)
 -- without undoing that change.
-local function finish(done, entry)
-  pcall(function()
-    if redis.call('ZADD', done, nowMs(), entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
-      redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
-    end
-    redis.call('PEXPIRE', done, ENDED_MS)
-  end)
+local function recordEnded(done, entry, ms)
+  if redis.call('ZADD', done, ms, entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
+    redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
+  end
+  redis.call('PEXPIRE', done, ENDED_MS)
 end
 
--- extendTo makes key (and its levels set, when given) live at least ttl ms more; it never
--- shortens them: another Lock on the same key (a re-entrant level, or a renewal that ran
--- first but answered last) may rely on the longer expiry. Returns the PTTL now (-1: none).
-local function extendTo(key, levels, ttl)
+local function finish(done, entry, ms)
+  pcall(recordEnded, done, entry, ms or nowMs())
+end
+
+-- extendTo makes key (and its levels set and fence counter, when given) live at least ttl ms
+-- more; it never shortens them: another Lock on the same key (a re-entrant level, or a
+-- renewal that ran first but answered last) may rely on the longer expiry. The counter
+-- outlives the lock, so that a re-entry or a request run twice reports the holder's token
+-- (currentToken). Returns the PTTL now (-1: none).
+local function extendTo(key, levels, fence, ttl)
   local pttl = redis.call('PTTL', key)
   if pttl >= 0 and pttl < ttl then
     redis.call('PEXPIRE', key, ttl)
     if levels then
       redis.call('PEXPIRE', levels, ttl)
+    end
+    if fence then
+      local left = redis.call('PTTL', fence)
+      if left >= 0 and left < ttl then
+        redis.call('PEXPIRE', fence, ttl)
+      end
     end
     return ttl
   end
@@ -172,21 +197,22 @@ local function wakeLiveHead(key, queue, presence)
   end
 end
 
--- nextToken hands out the fencing token (last: the counter as the caller read it): above
--- every token handed out before, even if the counter was deleted, evicted or lost in a
--- failover, because the server clock in microseconds is a floor (docs/value-format.md).
-local function nextToken(fence, fenceTTL, last, t)
-  t = t or redis.call('TIME') -- the caller's TIME reply, if it has one
-  local clock = t[1] .. string.format('%06d', tonumber(t[2]))
+-- nextToken hands out the fencing token (last: the counter as the caller read it; us: the
+-- caller's clock reading, if it has one): the server clock in microseconds, or the counter
+-- + 1 when that is not above the counter. The clock is the floor that keeps tokens
+-- increasing once the counter has gone (it lives fenceTTL ms after each acquisition); the
+-- counter covers what the clock alone does not: a clock that stepped back, and several
+-- acquisitions within one microsecond (docs/value-format.md, "Fencing tokens").
+local function nextToken(fence, fenceTTL, last, us)
+  us = us or clock()
   -- A counter of over 18 digits is not ours (INCR could overflow): the clock replaces it.
-  if last and string.match(last, '^%d+$') and #last <= 18 and tonumber(last) >= tonumber(clock) then
-    -- Several acquisitions within one microsecond, or the clock stepped back: count on.
+  if last and string.match(last, '^%d+$') and #last <= 18 and tonumber(last) >= tonumber(us) then
     redis.call('INCR', fence)
     redis.call('PEXPIRE', fence, fenceTTL)
     return redis.call('GET', fence)
   end
-  redis.call('SET', fence, clock, 'PX', fenceTTL)
-  return clock
+  redis.call('SET', fence, us, 'PX', fenceTTL)
+  return us
 end
 
 -- currentToken is the token of the acquisition that holds the key now: the counter (last,
@@ -202,22 +228,25 @@ end
 -- A value's timestamp is stamped by the server when the key is written (stamp), so a lock's
 -- age counts from when it was taken, not from when its Obtain began to wait; sameHolder
 -- compares two values but for that field.
-local RAND = string.rep('%x', 16)
+-- '<fields>:<unix_ms>:<rand: 16 hex digits>' and the same with ':<count>' after, spelled out:
+-- prepended to a script, any expression here runs on every call.
+local STAMPED = '^(.*:)%d+(:%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x)$'
+local STAMPED_REENTRANT = '^(.*:)%d+(:%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x:%d+)$'
 
 local function splitStamp(v)
-  local head, tail = string.match(v, '^(.*:)%d+(:' .. RAND .. ')$')
+  local head, tail = string.match(v, STAMPED)
   if not head then
-    head, tail = string.match(v, '^(.*:)%d+(:' .. RAND .. ':%d+)$')
+    head, tail = string.match(v, STAMPED_REENTRANT)
   end
   return head, tail
 end
 
-local function stamp(v, now)
+local function stamp(v, ms)
   local head, tail = splitStamp(v)
   if not head then
     return v
   end
-  return head .. string.format('%.0f', now) .. tail
+  return head .. ms .. tail
 end
 
 local function sameHolder(a, b)
@@ -229,16 +258,48 @@ local function sameHolder(a, b)
   return ha ~= nil and ha == hb and ta == tb
 end
 
+-- unescapeField decodes a value field's %XX escapes.
+local function hexChar(h)
+  return string.char(tonumber(h, 16))
+end
+
+local function unescapeField(f)
+  return (string.gsub(f, '%%(%x%x)', hexChar))
+end
+
+-- handedOver publishes the acquired event of lock key handed by a release to a waiter (whose
+-- JSON the releasing client could not prepare): node and trace are decoded from its value v.
+local function handedOver(key, v, ttl, token, waiters, ms)
+  local node, trace = string.match(v, '^([^:]*):([^:]*):')
+  local e = '{"type":"acquired","key":' .. cjson.encode(key) .. ',"value":' .. cjson.encode(v) ..
+    ',"node":' .. cjson.encode(unescapeField(node))
+  if trace ~= '-' then
+    e = e .. ',"trace":' .. cjson.encode(unescapeField(trace))
+  end
+  e = e .. ',"token":' .. token .. ',"ttl_ms":' .. ttl .. ',"waiters":' .. waiters .. ',"at_ms":' .. ms .. '}'
+  redis.call('PUBLISH', EVENTS, e)
+end
+
 -- dequeue removes a waiter's entry.
 local function dequeue(queue, presence, entry)
   redis.call('ZREM', presence, entry) -- first: the caller may not have read presence yet
   redis.call('ZREM', queue, entry)
 end
 
--- event publishes a lifecycle event: prefix is a JSON object without its closing brace.
+-- event publishes a lifecycle event: prefix is a JSON object without its closing brace, tail
+-- the fields the script adds ('' publishes nothing: events are off).
 local function event(prefix, tail)
   if prefix ~= '' then
     redis.call('PUBLISH', EVENTS, prefix .. tail .. '}')
   end
+end
+
+-- digits is a count as JSON: Lua turns a number into text with sprintf, which costs more
+-- than the rest of a short script, and most counts are 0.
+local function digits(n)
+  if n == 0 then
+    return '0'
+  end
+  return tostring(n)
 end
 

@@ -6,7 +6,8 @@ import _ "embed"
 var luaLib string
 
 // LuaLibrary returns the server-side half of the protocol: Lua helpers that every lockscope
-// script prepends to its own source, so the queue entries, the ended set, the fencing
+// script prepends to its own source (or that locklib's Redis Functions library defines once,
+// at load), so the queue entries, the ended set, the fencing
 // counter and the channels are read and written the same way by locklib's scripts and by
 // the inspector's force-release. Its header defines the channel names from this package's
 // constants. Redis forbids globals in scripts, so everything in it is local; lib.lua lists

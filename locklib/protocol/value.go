@@ -65,6 +65,26 @@ func (v Value) String() string {
 	return sb.String()
 }
 
+// AroundStamp splits an encoded value (String's output) around its timestamp field, so that
+// a server can write the value stamped with its own clock as before + <unix ms> + after. The
+// parts are substrings of s; ok is false when s has no timestamp field in the right place.
+func AroundStamp(s string) (before, after string, ok bool) {
+	rest, last, ok := cutLast(s)
+	if !ok {
+		return "", "", false
+	}
+	if !isRand(last) {
+		if rest, last, ok = cutLast(rest); !ok || !isRand(last) {
+			return "", "", false
+		}
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i+1], s[len(rest):], true
+}
+
 // Base is the value without its re-entry count: what stays the same across re-entries.
 func (v Value) Base() string {
 	v.Count = 0

@@ -115,3 +115,22 @@ func FuzzParseValue(f *testing.F) {
 		}
 	})
 }
+
+func TestAroundStamp(t *testing.T) {
+	for _, v := range []Value{
+		{Node: "web-1", AcquiredAt: time.UnixMilli(1764563000000), Rand: "0123456789abcdef"},
+		{Node: "a:b%", Trace: "t:1", AcquiredAt: time.UnixMilli(5), Rand: "0123456789abcdef", Count: 12},
+	} {
+		before, after, ok := AroundStamp(v.String())
+		stamped := v
+		stamped.AcquiredAt = time.UnixMilli(1999999999999)
+		if !ok || before+"1999999999999"+after != stamped.String() {
+			t.Errorf("AroundStamp(%q) = %q, %q, %v", v.String(), before, after, ok)
+		}
+	}
+	for _, bad := range []string{"", "x", "a:b:c", "n:-:5:notrand"} {
+		if _, _, ok := AroundStamp(bad); ok {
+			t.Errorf("AroundStamp(%q) ok", bad)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package locklib
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptRunner sends locklib's scripts to one Redis server or cluster: as functions of
+// functionLibrary (FCALL) while the server has them, loading the library where it is missing
+// (a new server, FUNCTION FLUSH, a restart without persistence, a new cluster master), and as
+// scripts (EVALSHA) from the first time the server shows that it has no Functions or that
+// its ACL refuses them (FCALL or FUNCTION LOAD), for the rest of the client's life.
+type scriptRunner struct {
+	rdb    redis.UniversalClient
+	server *functionsState // shared by the runners on one server (via clones of one client)
+}
+
+// functionsState is what a server showed of its Functions.
+type functionsState struct {
+	// scriptsOnly is set once FCALL or FUNCTION LOAD was refused as unknown or not permitted.
+	scriptsOnly atomic.Bool
+	// loading holds a token while a FUNCTION LOAD runs: one at a time, and a caller waits for
+	// it no longer than its context allows (a load on a stalled server may outlive its caller).
+	loading chan struct{}
+}
+
+func newScriptRunner(rdb redis.UniversalClient) *scriptRunner {
+	return &scriptRunner{rdb: rdb, server: &functionsState{loading: make(chan struct{}, 1)}}
+}
+
+// via is a runner that sends through rdb, a clone of r's client, to the same server.
+func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
+	return &scriptRunner{rdb: rdb, server: r.server}
+}
+
+// run runs s with keys and args. A call refused before it ran (the function missing, Functions
+// unknown or not permitted) is sent again in the form that works, so each call runs once.
+func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, args ...any) *redis.Cmd {
+	if !r.server.scriptsOnly.Load() {
+		cmd := r.rdb.FCall(ctx, s.function, keys, args...)
+		err := cmd.Err()
+		switch {
+		case functionMissing(err):
+			if err := r.load(ctx); err == nil {
+				return r.rdb.FCall(ctx, s.function, keys, args...)
+			} else if !functionsRefused(err) {
+				cmd.SetErr(err)
+				return cmd
+			}
+			r.server.scriptsOnly.Store(true)
+		case functionsRefused(err):
+			r.server.scriptsOnly.Store(true)
+		default:
+			return cmd
+		}
+	}
+	return s.Run(ctx, r.rdb, keys, args...)
+}
+
+// load loads functionLibrary on the server, or on every master of a cluster. A library that
+// is there already (another client loaded it) is fine.
+func (r *scriptRunner) load(ctx context.Context) error {
+	select {
+	case r.server.loading <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.server.loading }()
+	if c, ok := r.rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
+	}
+	return loadLibrary(ctx, r.rdb)
+}
+
+func loadLibrary(ctx context.Context, c redis.Cmdable) error {
+	if err := c.FunctionLoad(ctx, functionLibrary.source).Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	return nil
+}
+
+// functionMissing reports a FCALL refused because the server does not have the function.
+func functionMissing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Function not found")
+}
+
+// functionsRefused reports a command refused because the server does not know it (Redis
+// before 7.0) or the user's ACL does not permit it.
+func functionsRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(strings.ToLower(msg), "unknown command")
+}
