@@ -45,6 +45,46 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 	return c, err
 }
 
+// CensusEach is a census for a consumer that handles the locks as they are read instead of
+// keeping them all (`lockscope ls` writes each batch out, or keeps a compact form of it):
+// each gets every batch once it is read and decoded, in the order batches complete, one call
+// at a time. The locks passed are the callee's to keep. An error from each stops the census
+// and is returned.
+//
+// Unlike Census it cannot leave the companion keys (fence, wait queue) to be found by its SCAN
+// and joined at the end: each batch is read with them (MGET and EXISTS per batch; key by key
+// on a cluster). SCAN repeats are dropped as they come, with a set of the keys claimed. The
+// returned Census has no Locks; Warnings, Missing and the error are as Census's.
+func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error) (Census, error) {
+	// The consumer stops the pass by cancelling it, so that its error is not taken for a
+	// server that could not be read.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var stopped error
+	p := s.newPass(sink{batch: func(_ int, locks []Lock) error {
+		if locks = compact(locks); len(locks) == 0 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped != nil {
+			return stopped
+		}
+		if stopped = each(locks); stopped != nil {
+			cancel()
+		}
+		return stopped
+	}})
+	c, err := p.run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if stopped != nil {
+		err = stopped
+	}
+	return c, err
+}
+
 // assembly collects a census: batches are decoded into the final array where it covers
 // their positions, or into their own slices (read before the estimate came, or beyond it).
 type assembly struct {

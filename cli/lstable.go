@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lockscope/lockscope/present"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// Column widths of the table: long keys and values are cut with a marker, never wrapped.
+const (
+	keyWidth    = 48
+	holderWidth = 28
+	traceWidth  = 20
+)
+
+// lsColumns are the ls table's titles.
+var lsColumns = []string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
+	present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}
+
+// columnGap is the space between two columns.
+const columnGap = 2
+
+// streamWidths are the widths of the columns before FLAGS (the last, never padded) in a table
+// written as it is read (--sort none), before the rows to come are known: KEY, HOLDER and
+// TRACE are cut at theirs, and the others fit every usual value ("-12m05s", "expired",
+// "not-a-lock"); a longer count or fence shifts the rest of its row.
+var streamWidths = []int{keyWidth, holderWidth, traceWidth, 7, 7, 3, 10, 10}
+
+// tableRow is a lock's row of the ls table, rendered: its cells joined by tabs (no cell holds
+// one: SafeText escapes them), and what the summary line counts.
+type tableRow struct {
+	cells    []byte
+	noExpiry bool
+	stuck    bool
+}
+
+// appendRow appends l's cells joined by tabs: made safe and cut as present renders them. A lock
+// is shown as it was when read (now = FetchedAt): the census is a snapshot.
+func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) []byte {
+	cells := [...]string{
+		present.SafeText(l.Key, keyWidth), present.SafeText(present.OrUnknown(l.Node), holderWidth),
+		present.SafeText(present.OrUnknown(l.Trace), traceWidth), present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
+		present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence),
+		present.SafeText(string(l.Format), 0), present.SafeText(present.FlagsText(l, l.FetchedAt, stuckAfter), 0),
+	}
+	for i, c := range cells {
+		if i > 0 {
+			b = append(b, '\t')
+		}
+		b = append(b, c...)
+	}
+	return b
+}
+
+func newTableRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) tableRow {
+	return tableRow{cells: appendRow(b, l, stuckAfter), noExpiry: l.NoExpiry, stuck: present.Stuck(l, l.FetchedAt, stuckAfter)}
+}
+
+// appendAligned appends cells (joined by tabs) padded to widths (plus the gap) and a newline,
+// as text/tabwriter aligns them: by runes, the last cell unpadded.
+func appendAligned(b, cells []byte, widths []int) []byte {
+	for i := 0; ; i++ {
+		cell, rest, more := bytes.Cut(cells, []byte{'\t'})
+		b = append(b, cell...)
+		if !more {
+			return append(b, '\n')
+		}
+		for pad := widths[i] + columnGap - utf8.RuneCount(cell); pad > 0; pad-- {
+			b = append(b, ' ')
+		}
+		cells = rest
+	}
+}
+
+// header is the table's title row, its cells joined by tabs.
+func header() []byte { return []byte(strings.Join(lsColumns, "\t")) }
+
+// tableSummary is the line under the table: how many locks, and of them without expiry and stuck.
+type tableSummary struct {
+	shown, noExpiry, stuck int
+}
+
+func (s *tableSummary) count(r tableRow) {
+	s.shown++
+	if r.noExpiry {
+		s.noExpiry++
+	}
+	if r.stuck {
+		s.stuck++
+	}
+}
+
+func (s *tableSummary) write(out *bufio.Writer, total int, stuckAfter time.Duration) error {
+	summary := fmt.Sprintf("%d locks", total)
+	if s.shown < total {
+		summary = fmt.Sprintf("%d of %d locks shown", s.shown, total)
+	}
+	return printf(out, "%s, %d without expiry, %d stuck (held > %s)\n", summary, s.noExpiry, s.stuck, present.Duration(stuckAfter))
+}
+
+// tableStream writes rows as their batch is read (--sort none), in fixed-width columns.
+type tableStream struct {
+	out        *bufio.Writer
+	limit      int // 0: all
+	stuckAfter time.Duration
+	summary    tableSummary
+	row, line  []byte // reused from lock to lock
+}
+
+func newTableStream(out *bufio.Writer, limit int, stuckAfter time.Duration) *tableStream {
+	return &tableStream{out: out, limit: limit, stuckAfter: stuckAfter, line: appendAligned(nil, header(), streamWidths)}
+}
+
+func (s *tableStream) add(locks []scanner.Lock) error {
+	for i := range locks {
+		if s.limit > 0 && s.summary.shown == s.limit {
+			break
+		}
+		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
+		s.row = r.cells
+		s.line = appendAligned(s.line, r.cells, streamWidths)
+		s.summary.count(r)
+	}
+	err := writeRendered(s.out, s.line)
+	s.line = s.line[:0]
+	if err != nil {
+		return err
+	}
+	return s.out.Flush() // a batch's rows go out as it is read, not when the buffer fills
+}
+
+func (s *tableStream) finish(total int) error {
+	if err := writeRendered(s.out, s.line); err != nil { // the header, when no lock came
+		return err
+	}
+	return s.summary.write(s.out, total, s.stuckAfter)
+}
+
+// tableRanked keeps the rendered rows and their places in the order until the census ends,
+// then writes them in columns as wide as their widest cell.
+type tableRanked struct {
+	out        *bufio.Writer
+	ranking    *present.Ranking[tableRow]
+	stuckAfter time.Duration
+	rows       arena
+	row        []byte
+}
+
+func (s *tableRanked) add(locks []scanner.Lock) error {
+	for i := range locks {
+		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
+		s.row = r.cells
+		r.cells = s.rows.keep(r.cells)
+		s.ranking.Add(&locks[i], r)
+	}
+	return nil
+}
+
+func (s *tableRanked) finish(total int) error {
+	rows := s.ranking.Rows()
+	return writeTable(s.out, rows, total, s.stuckAfter)
+}
+
+// writeTable writes the header, rows and the summary line (total locks found), in columns
+// as wide as their widest cell.
+func writeTable(out *bufio.Writer, rows []tableRow, total int, stuckAfter time.Duration) error {
+	widths := make([]int, len(lsColumns)-1)
+	widen := func(cells []byte) {
+		for i := range widths {
+			cell, rest, _ := bytes.Cut(cells, []byte{'\t'})
+			widths[i] = max(widths[i], utf8.RuneCount(cell))
+			cells = rest
+		}
+	}
+	head := header()
+	widen(head)
+	for _, r := range rows {
+		widen(r.cells)
+	}
+	line := appendAligned(nil, head, widths)
+	var summary tableSummary
+	for _, r := range rows {
+		line = appendAligned(line, r.cells, widths)
+		summary.count(r)
+		if len(line) >= arenaBlock/16 {
+			if err := writeRendered(out, line); err != nil {
+				return err
+			}
+			line = line[:0]
+		}
+	}
+	if err := writeRendered(out, line); err != nil {
+		return err
+	}
+	return summary.write(out, total, stuckAfter)
+}
