@@ -87,7 +87,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	case order == scanOrder:
 		sink = newTableStream(out, opts.Limit, opts.Conn.StuckAfter)
 	default:
-		sink = &tableRanked{out: out, ranking: present.NewRanking[tableRow](by, false, opts.Limit), stuckAfter: opts.Conn.StuckAfter}
+		sink = newTableRanked(out, by, opts.Limit, opts.Conn.StuckAfter)
 	}
 	total := 0
 	census, err := opts.Conn.scanner(t).CensusEach(ctx, func(locks []scanner.Lock) error {
@@ -155,7 +155,7 @@ func (s *jsonRanked) add(locks []scanner.Lock) error {
 }
 
 func (s *jsonRanked) finish(int) error {
-	for _, line := range s.ranking.Rows() {
+	for line := range s.ranking.Sorted() {
 		if err := writeRendered(s.out, line); err != nil {
 			return err
 		}

@@ -2,11 +2,10 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
@@ -30,7 +29,7 @@ const columnGap = 2
 // written as it is read (--sort none), before the rows to come are known: KEY, HOLDER and
 // TRACE are cut at theirs, and the others fit every usual value ("-12m05s", "expired",
 // "not-a-lock"); a longer count or fence shifts the rest of its row.
-var streamWidths = []int{keyWidth, holderWidth, traceWidth, 7, 7, 3, 10, 10}
+var streamWidths = columnWidths{keyWidth, holderWidth, traceWidth, 7, 7, 3, 10, 10}
 
 // tableRow is a lock's row of the ls table, rendered: its cells joined by tabs (no cell holds
 // one: SafeText escapes them), and what the summary line counts.
@@ -62,20 +61,47 @@ func newTableRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) tableRow {
 	return tableRow{cells: appendRow(b, l, stuckAfter), noExpiry: l.NoExpiry, stuck: present.Stuck(l, l.FetchedAt, stuckAfter)}
 }
 
+// columnWidths are the widths in runes of the columns but the last (FLAGS, never padded).
+type columnWidths []int
+
+func newColumnWidths() columnWidths { return make(columnWidths, len(lsColumns)-1) }
+
+// widen makes the columns as wide as cells (joined by tabs, valid UTF-8 as SafeText makes
+// it: a rune is a byte that does not continue one).
+func (w columnWidths) widen(cells []byte) {
+	col, runes := 0, 0
+	for _, c := range cells {
+		switch {
+		case c == '\t':
+			w[col] = max(w[col], runes)
+			if col++; col == len(w) {
+				return
+			}
+			runes = 0
+		case c&0xc0 != 0x80:
+			runes++
+		}
+	}
+}
+
 // appendAligned appends cells (joined by tabs) padded to widths (plus the gap) and a newline,
 // as text/tabwriter aligns them: by runes, the last cell unpadded.
-func appendAligned(b, cells []byte, widths []int) []byte {
-	for i := 0; ; i++ {
-		cell, rest, more := bytes.Cut(cells, []byte{'\t'})
-		b = append(b, cell...)
-		if !more {
-			return append(b, '\n')
+func appendAligned(b, cells []byte, widths columnWidths) []byte {
+	col, runes := 0, 0
+	for _, c := range cells {
+		if c == '\t' {
+			for pad := widths[col] + columnGap - runes; pad > 0; pad-- {
+				b = append(b, ' ')
+			}
+			col, runes = col+1, 0
+			continue
 		}
-		for pad := widths[i] + columnGap - utf8.RuneCount(cell); pad > 0; pad-- {
-			b = append(b, ' ')
+		b = append(b, c)
+		if c&0xc0 != 0x80 {
+			runes++
 		}
-		cells = rest
 	}
+	return append(b, '\n')
 }
 
 // header is the table's title row, its cells joined by tabs.
@@ -147,9 +173,16 @@ func (s *tableStream) finish(total int) error {
 type tableRanked struct {
 	out        *bufio.Writer
 	ranking    *present.Ranking[tableRow]
+	limit      int          // 0: all
+	widths     columnWidths // without a limit every row is shown: widened as rows come
 	stuckAfter time.Duration
 	rows       arena
 	row        []byte
+}
+
+func newTableRanked(out *bufio.Writer, by present.Sort, limit int, stuckAfter time.Duration) *tableRanked {
+	return &tableRanked{out: out, ranking: present.NewRanking[tableRow](by, false, limit), limit: limit,
+		widths: newColumnWidths(), stuckAfter: stuckAfter}
 }
 
 func (s *tableRanked) add(locks []scanner.Lock) error {
@@ -157,35 +190,32 @@ func (s *tableRanked) add(locks []scanner.Lock) error {
 		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
 		s.row = r.cells
 		r.cells = s.rows.keep(r.cells)
+		if s.limit == 0 {
+			s.widths.widen(r.cells)
+		}
 		s.ranking.Add(&locks[i], r)
 	}
 	return nil
 }
 
 func (s *tableRanked) finish(total int) error {
-	rows := s.ranking.Rows()
-	return writeTable(s.out, rows, total, s.stuckAfter)
+	rows := s.ranking.Sorted()
+	if s.limit > 0 { // only the rows kept count
+		for r := range rows {
+			s.widths.widen(r.cells)
+		}
+	}
+	return writeTable(s.out, rows, s.widths, total, s.stuckAfter)
 }
 
 // writeTable writes the header, rows and the summary line (total locks found), in columns
-// as wide as their widest cell.
-func writeTable(out *bufio.Writer, rows []tableRow, total int, stuckAfter time.Duration) error {
-	widths := make([]int, len(lsColumns)-1)
-	widen := func(cells []byte) {
-		for i := range widths {
-			cell, rest, _ := bytes.Cut(cells, []byte{'\t'})
-			widths[i] = max(widths[i], utf8.RuneCount(cell))
-			cells = rest
-		}
-	}
+// as wide as their widest cell (widths: the rows' widths; the header's are added here).
+func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths, total int, stuckAfter time.Duration) error {
 	head := header()
-	widen(head)
-	for _, r := range rows {
-		widen(r.cells)
-	}
+	widths.widen(head)
 	line := appendAligned(nil, head, widths)
 	var summary tableSummary
-	for _, r := range rows {
+	for r := range rows {
 		line = appendAligned(line, r.cells, widths)
 		summary.count(r)
 		if len(line) >= arenaBlock/16 {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/lockscope/lockscope/scanner"
@@ -12,11 +13,13 @@ import (
 // locks the census found).
 func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
 	rows := make([]tableRow, len(locks))
+	widths := newColumnWidths()
 	for i, l := range locks {
 		rows[i] = newTableRow(nil, l, stuckAfter)
+		widths.widen(rows[i].cells)
 	}
 	out := bufio.NewWriter(w)
-	if err := writeTable(out, rows, total, stuckAfter); err != nil {
+	if err := writeTable(out, slices.Values(rows), widths, total, stuckAfter); err != nil {
 		return err
 	}
 	return out.Flush()

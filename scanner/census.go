@@ -29,6 +29,7 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 		p.repeatsLater = true
 		if canDiscover(s.opts.Pattern) {
 			p.discover, p.fences, p.queues = true, map[string]struct{}{}, map[string]struct{}{}
+			p.companions = companionReads{}
 		}
 	}
 	c, err := p.run(ctx)
@@ -51,10 +52,12 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 // at a time. The locks passed are the callee's to keep. An error from each stops the census
 // and is returned.
 //
-// Unlike Census it cannot leave the companion keys (fence, wait queue) to be found by its SCAN
-// and joined at the end: each batch is read with them (MGET and EXISTS per batch; key by key
-// on a cluster). SCAN repeats are dropped as they come, with a set of the keys claimed. The
-// returned Census has no Locks; Warnings, Missing and the error are as Census's.
+// Unlike Census it cannot leave the fence keys to be found by its SCAN and joined at the end:
+// each batch reads its keys' fences itself (one MGET; key by key on a cluster). It reads no
+// wait queues (HasWaiters stays false: unknown): measured on a million locks, asking for them
+// cost the server as much as the fences, for a count a listing does not show. SCAN repeats
+// are dropped as they come (see digestSet). The returned Census has no Locks; Warnings,
+// Missing and the error are as Census's.
 func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error) (Census, error) {
 	// The consumer stops the pass by cancelling it, so that its error is not taken for a
 	// server that could not be read.
@@ -62,13 +65,21 @@ func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error)
 	defer cancel()
 	var mu sync.Mutex
 	var stopped error
-	p := s.newPass(sink{batch: func(_ int, locks []Lock) error {
-		if locks = compact(locks); len(locks) == 0 {
-			return nil
-		}
+	var repeats *digestSet // nil: the pass drops repeats itself (Redlock merges as it claims)
+	expect := func(n int) {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped != nil {
+		if repeats != nil {
+			repeats.expect(n)
+		}
+	}
+	p := s.newPass(sink{expect: expect, batch: func(_ int, locks []Lock) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if locks = compact(locks); repeats != nil {
+			locks = repeats.dropSeen(locks)
+		}
+		if stopped != nil || len(locks) == 0 {
 			return stopped
 		}
 		if stopped = each(locks); stopped != nil {
@@ -76,6 +87,10 @@ func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error)
 		}
 		return stopped
 	}})
+	p.companions = companionReads{fences: true}
+	if s.target.Mode != connect.Redlock {
+		p.repeatsLater, repeats = true, newDigestSet()
+	}
 	c, err := p.run(ctx)
 	mu.Lock()
 	defer mu.Unlock()
