@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -68,8 +69,8 @@ func runLsBinary(b *testing.B, bin string, args ...string) lsRun {
 // drained as it comes, against the pipelined floor (redistest.PipelinedFloor: SCAN + PTTL +
 // GETRANGE, nothing decoded) in the same rounds, in turn. For each form: wall time and its
 // ratio to the floor of the same round, peak RSS of the process, time to the first line.
-// Opt-in: it runs only when -bench names it (-bench=LsMillion). docs/benchmarks/cli.md has
-// the command and results.
+// Every run is printed to stderr as it ends (b.Log truncates). Opt-in: it runs only when
+// -bench names it (-bench=LsMillion). docs/benchmarks/cli.md has the command and results.
 func BenchmarkLsMillion(b *testing.B) {
 	if !strings.Contains(flag.Lookup("test.bench").Value.String(), "Million") {
 		b.Skip("opt-in: run with -bench=LsMillion")
@@ -95,7 +96,7 @@ func BenchmarkLsMillion(b *testing.B) {
 		{"ttl-limit-10", []string{"ls", "--sort", "ttl", "--limit", "10"}, 10 + 2},
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("load before: %s", strings.TrimSpace(string(load)))
+	fmt.Fprintf(os.Stderr, "load before: %s\n", strings.TrimSpace(string(load)))
 	var floor time.Duration
 	ratios := make([]float64, len(forms))
 	peaks := make([]int64, len(forms))
@@ -111,7 +112,7 @@ func BenchmarkLsMillion(b *testing.B) {
 		}
 		roundFloor := time.Since(start)
 		floor += roundFloor
-		b.Logf("round %d: floor %v", rounds, roundFloor.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "round %d: floor %v\n", rounds, roundFloor.Round(time.Millisecond))
 		for i, f := range forms {
 			r := runLsBinary(b, bin, append(f.args, "--redis", url)...)
 			if r.lines != f.lines {
@@ -121,13 +122,13 @@ func BenchmarkLsMillion(b *testing.B) {
 			peaks[i] = max(peaks[i], r.rss)
 			firsts[i] += r.first
 			walls[i] += r.wall
-			b.Logf("round %d: %-16s %v (%.2fx floor), first line %v, peak RSS %d MB", rounds, f.name, r.wall.Round(time.Millisecond),
+			fmt.Fprintf(os.Stderr, "round %d: %-16s %v (%.2fx floor), first line %v, peak RSS %d MB\n", rounds, f.name, r.wall.Round(time.Millisecond),
 				float64(r.wall)/float64(roundFloor), r.first.Round(time.Millisecond), r.rss>>20)
 		}
 	}
 	b.StopTimer()
 	load, _ = os.ReadFile("/proc/loadavg")
-	b.Logf("load after: %s", strings.TrimSpace(string(load)))
+	fmt.Fprintf(os.Stderr, "load after: %s\n", strings.TrimSpace(string(load)))
 	runs := float64(rounds)
 	b.ReportMetric(floor.Seconds()/runs, "floor-s")
 	for i, f := range forms {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lockscope/lockscope/connect"
 )
@@ -63,42 +64,63 @@ func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error)
 	// server that could not be read.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
-	var stopped error
 	var repeats *digestSet // nil: the pass drops repeats itself (Redlock merges as it claims)
-	expect := func(n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if repeats != nil {
-			repeats.expect(n)
-		}
-	}
-	p := s.newPass(sink{expect: expect, batch: func(_ int, locks []Lock) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if locks = compact(locks); repeats != nil {
-			locks = repeats.dropSeen(locks)
-		}
-		if stopped != nil || len(locks) == 0 {
-			return stopped
-		}
-		if stopped = each(locks); stopped != nil {
-			cancel()
-		}
-		return stopped
-	}})
-	p.companions = companionReads{fences: true}
 	if s.target.Mode != connect.Redlock {
-		p.repeatsLater, repeats = true, newDigestSet()
+		repeats = newDigestSet()
 	}
+	// One goroutine hands the batches over, through a queue, so that the readers go on
+	// reading while the consumer works on a batch (a table renders and sorts its rows): the
+	// server, not the consumer, sets the pace, as long as the consumer keeps up overall.
+	var expected atomic.Int64
+	batches := make(chan []Lock, consumerQueue)
+	var stopped error
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for locks := range batches {
+			if stopped != nil {
+				continue // drain: the readers must not block on a consumer that left
+			}
+			if repeats != nil {
+				repeats.expect(int(expected.Load()))
+				locks = repeats.dropSeen(locks)
+			}
+			if len(locks) > 0 {
+				if stopped = each(locks); stopped != nil {
+					cancel()
+				}
+			}
+		}
+	}()
+	p := s.newPass(sink{
+		expect: func(n int) { expected.Store(int64(n)) },
+		batch: func(_ int, locks []Lock) error {
+			if locks = compact(locks); len(locks) == 0 {
+				return nil
+			}
+			select {
+			case batches <- locks:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	})
+	p.companions = companionReads{fences: true}
+	p.repeatsLater = repeats != nil
 	c, err := p.run(ctx)
-	mu.Lock()
-	defer mu.Unlock()
+	close(batches)
+	<-consumed
 	if stopped != nil {
 		err = stopped
 	}
 	return c, err
 }
+
+// consumerQueue is how many batches CensusEach keeps queued for its consumer (up to 5,000
+// records each): enough to ride out a slow batch, not so many that a consumer that cannot
+// keep up makes the census hold the records it was meant not to keep.
+const consumerQueue = 8
 
 // assembly collects a census: batches are decoded into the final array where it covers
 // their positions, or into their own slices (read before the estimate came, or beyond it).

@@ -68,8 +68,8 @@ func newDigestSet() *digestSet {
 	return &digestSet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, slots: make([][2]uint64, 1024)}
 }
 
-// expect sizes the set for about n keys, unless some are in it already: growing to a
-// million step by step costs more than the lookups.
+// expect sizes the set for about n keys (0: unknown yet), unless some are in it already:
+// growing to a million step by step costs more than the lookups.
 func (d *digestSet) expect(n int) {
 	if d.n == 0 && 2*n > len(d.slots) {
 		d.slots = make([][2]uint64, 1<<bits.Len(uint(2*n)))
