@@ -87,22 +87,25 @@ func (w columnWidths) widen(cells []byte) {
 // appendAligned appends cells (joined by tabs) padded to widths (plus the gap) and a newline,
 // as text/tabwriter aligns them: by runes, the last cell unpadded.
 func appendAligned(b, cells []byte, widths columnWidths) []byte {
-	col, runes := 0, 0
-	for _, c := range cells {
-		if c == '\t' {
-			for pad := widths[col] + columnGap - runes; pad > 0; pad-- {
-				b = append(b, ' ')
+	for col := 0; ; col++ {
+		end, runes := 0, 0
+		for ; end < len(cells) && cells[end] != '\t'; end++ {
+			if cells[end]&0xc0 != 0x80 {
+				runes++
 			}
-			col, runes = col+1, 0
-			continue
 		}
-		b = append(b, c)
-		if c&0xc0 != 0x80 {
-			runes++
+		b = append(b, cells[:end]...)
+		if end == len(cells) {
+			return append(b, '\n')
 		}
+		b = append(b, blanks[:max(widths[col]+columnGap-runes, 0)]...)
+		cells = cells[end+1:]
 	}
-	return append(b, '\n')
 }
+
+// blanks pad cells: more than the widest column and its gap (a KEY cut at keyWidth runes
+// plus SafeText's marker, "…(+123 bytes)").
+var blanks = []byte(strings.Repeat(" ", 2*keyWidth+columnGap))
 
 // header is the table's title row, its cells joined by tabs.
 func header() []byte { return []byte(strings.Join(lsColumns, "\t")) }

@@ -71,8 +71,19 @@ func newDigestSet() *digestSet {
 // expect sizes the set for about n keys (0: unknown yet), unless some are in it already:
 // growing to a million step by step costs more than the lookups.
 func (d *digestSet) expect(n int) {
-	if d.n == 0 && 2*n > len(d.slots) {
-		d.slots = make([][2]uint64, 1<<bits.Len(uint(2*n)))
+	if 2*n > len(d.slots) {
+		d.resize(1 << bits.Len(uint(2*n)))
+	}
+}
+
+// resize moves the digests into a table of size slots.
+func (d *digestSet) resize(slots int) {
+	old := d.slots
+	d.slots, d.n = make([][2]uint64, slots), 0
+	for _, digest := range old {
+		if digest != ([2]uint64{}) {
+			d.add(digest)
+		}
 	}
 }
 
@@ -92,13 +103,7 @@ func (d *digestSet) dropSeen(locks []Lock) []Lock {
 // add puts digest in the set and reports whether it was new.
 func (d *digestSet) add(digest [2]uint64) bool {
 	if 2*(d.n+1) > len(d.slots) {
-		old := d.slots
-		d.slots, d.n = make([][2]uint64, 2*len(old)), 0
-		for _, dg := range old {
-			if dg != ([2]uint64{}) {
-				d.add(dg)
-			}
-		}
+		d.resize(2 * len(d.slots))
 	}
 	mask := uint64(len(d.slots) - 1)
 	for i := digest[0] & mask; ; i = (i + 1) & mask {
