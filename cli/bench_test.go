@@ -64,6 +64,10 @@ func runLsBinary(b *testing.B, bin string, args ...string) lsRun {
 	return r
 }
 
+// lsBefore is a lockscope binary to compare with (e.g. built from the commit before a change):
+// when set, its `ls --json` and `ls` run in the same rounds.
+var lsBefore = flag.String("ls.before", "", "BenchmarkLsMillion: another lockscope binary whose ls --json and ls run in the same rounds")
+
 // BenchmarkLsMillion runs what a user runs: the built lockscope binary, `ls` in four forms,
 // on one server holding 1,000,000 lock keys (redistest.LoadLocks), its output to a pipe
 // drained as it comes, against the pipelined floor (redistest.PipelinedFloor: SCAN + PTTL +
@@ -84,16 +88,21 @@ func BenchmarkLsMillion(b *testing.B) {
 	c := srv.Client()
 	redistest.LoadLocks(b, c, n)
 	url := redisURL(srv.Addr)
-	forms := []struct {
+	type form struct {
 		name  string
+		bin   string
 		args  []string
 		lines int // lines of output: n locks (+ header and summary for the table)
-	}{
-		{"json", []string{"ls", "--json"}, n},
-		{"json-sort-key", []string{"ls", "--json", "--sort", "key"}, n},
-		{"table", []string{"ls"}, n + 2},
-		{"table-sort-none", []string{"ls", "--sort", "none"}, n + 2},
-		{"ttl-limit-10", []string{"ls", "--sort", "ttl", "--limit", "10"}, 10 + 2},
+	}
+	forms := []form{
+		{"json", bin, []string{"ls", "--json"}, n},
+		{"json-sort-key", bin, []string{"ls", "--json", "--sort", "key"}, n},
+		{"table", bin, []string{"ls"}, n + 2},
+		{"table-sort-none", bin, []string{"ls", "--sort", "none"}, n + 2},
+		{"ttl-limit-10", bin, []string{"ls", "--sort", "ttl", "--limit", "10"}, 10 + 2},
+	}
+	if *lsBefore != "" {
+		forms = append(forms, form{"before-json", *lsBefore, []string{"ls", "--json"}, n}, form{"before-table", *lsBefore, []string{"ls"}, n + 2})
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(os.Stderr, "load before: %s\n", strings.TrimSpace(string(load)))
@@ -114,7 +123,7 @@ func BenchmarkLsMillion(b *testing.B) {
 		floor += roundFloor
 		fmt.Fprintf(os.Stderr, "round %d: floor %v\n", rounds, roundFloor.Round(time.Millisecond))
 		for i, f := range forms {
-			r := runLsBinary(b, bin, append(f.args, "--redis", url)...)
+			r := runLsBinary(b, f.bin, append(f.args, "--redis", url)...)
 			if r.lines != f.lines {
 				b.Fatalf("%s: %d lines, want %d", f.name, r.lines, f.lines)
 			}

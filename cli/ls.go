@@ -90,10 +90,15 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		sink = newTableRanked(out, by, opts.Limit, opts.Conn.StuckAfter)
 	}
 	total := 0
+	var writeErr error // the output failed (a closed pipe): not the census's failure
 	census, err := opts.Conn.scanner(t).CensusEach(ctx, func(locks []scanner.Lock) error {
 		total += len(locks)
-		return sink.add(locks)
+		writeErr = sink.add(locks)
+		return writeErr
 	})
+	if writeErr != nil {
+		return writeErr
+	}
 	if err != nil {
 		return describeError(t, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 )
 
 // LoadLocks writes n lockscope-format locks (lock:bench:0000000 ...; value
@@ -17,25 +16,26 @@ import (
 // connections: the keyspace of the million-lock benchmarks.
 func LoadLocks(tb testing.TB, c *redis.Client, n int) {
 	tb.Helper()
-	var g errgroup.Group
 	const workers = 4
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
 	for w := range workers {
-		g.Go(func() error {
+		wg.Go(func() {
 			ctx := context.Background()
-			for start := w * 1000; start < n; start += workers * 1000 {
+			for start := w * 1000; start < n && failed.Load() == nil; start += workers * 1000 {
 				pipe := c.Pipeline()
 				for i := start; i < min(start+1000, n); i++ {
 					pipe.Set(ctx, fmt.Sprintf("lock:bench:%07d", i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
 				}
 				if _, err := pipe.Exec(ctx); err != nil {
-					return err
+					failed.Store(&err)
 				}
 			}
-			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		tb.Fatal(err)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		tb.Fatal(*err)
 	}
 }
 
