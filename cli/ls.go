@@ -1,13 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
@@ -19,9 +16,12 @@ type lsOptions struct {
 	IO    IOStreams
 	Conn  connection
 	JSON  bool
-	Sort  string // a present.Sort name
+	Sort  string // scanOrder or a present.Sort name; "": key for the table, scanOrder for JSON
 	Limit int    // 0: all
 }
+
+// scanOrder is `--sort none`: the locks in the order the census reads them, written as they come.
+const scanOrder = "none"
 
 func newLsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	opts := &lsOptions{IO: ios}
@@ -29,23 +29,43 @@ func newLsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Use:   "ls",
 		Short: "List the locks: a census of the keys matching --pattern",
 		Long: "List the locks: a census of the keys matching --pattern, as a table or as JSON lines.\n" +
-			"The table marks locks without expiry (they never free themselves) and locks held longer than --stuck-after.",
+			"The table marks locks without expiry (they never free themselves) and locks held longer than --stuck-after.\n" +
+			"Without an order, JSON lines are written as the census reads them.",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Conn = connectionFlags(cmd, getenv)
 			return runLs(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per lock and line (JSONL)")
-	cmd.Flags().StringVar(&opts.Sort, "sort", "key", "order: key, ttl (soonest expiry first), age (oldest first) or holder")
-	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "show at most N locks (0: all)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per lock and line (JSONL), written as read unless --sort is given")
+	cmd.Flags().StringVar(&opts.Sort, "sort", "", "order: key, ttl (soonest expiry first), age (oldest first), holder, or none (as read, streamed);\n"+
+		"default key for the table, none for --json")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "show at most N locks (0: all): the first N of the order")
 	return cmd
 }
 
+// lsSink is where ls puts the locks as batches of them are read: written at once (scan
+// order), or rendered and ranked until the census ends.
+type lsSink interface {
+	add(locks []scanner.Lock) error
+	// finish writes what is left once the census has ended; total is how many locks it found.
+	finish(total int) error
+}
+
 func runLs(ctx context.Context, opts *lsOptions) error {
-	by, err := present.ParseSort(opts.Sort)
-	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("--sort %q: %w", opts.Sort, err))
+	order := opts.Sort
+	if order == "" {
+		order = present.SortByKey.String()
+		if opts.JSON {
+			order = scanOrder
+		}
+	}
+	var by present.Sort
+	if order != scanOrder {
+		var err error
+		if by, err = present.ParseSort(order); err != nil {
+			return withExit(exitUsage, fmt.Errorf("--sort %q: %w, or %s", opts.Sort, err, scanOrder))
+		}
 	}
 	if opts.Limit < 0 {
 		return withExit(exitUsage, fmt.Errorf("--limit %d: want 0 (no limit) or more", opts.Limit))
@@ -55,28 +75,40 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		return err
 	}
 	defer t.Close()
-	census, err := opts.Conn.scanner(t).Census(ctx)
+
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	defer out.Flush() // what was written before an error still goes out
+	var sink lsSink
+	switch {
+	case opts.JSON && order == scanOrder:
+		sink = &jsonStream{out: out, limit: opts.Limit}
+	case opts.JSON:
+		sink = &jsonRanked{out: out, ranking: present.NewRanking[[]byte](by, false, opts.Limit)}
+	case order == scanOrder:
+		sink = newTableStream(out, opts.Limit, opts.Conn.StuckAfter)
+	default:
+		sink = newTableRanked(out, by, opts.Limit, opts.Conn.StuckAfter)
+	}
+	total := 0
+	var writeErr error // the output failed (a closed pipe): not the census's failure
+	census, err := opts.Conn.scanner(t).CensusEach(ctx, func(locks []scanner.Lock) error {
+		total += len(locks)
+		writeErr = sink.add(locks)
+		return writeErr
+	})
+	if writeErr != nil {
+		return writeErr
+	}
 	if err != nil {
 		return describeError(t, err)
 	}
 	for _, w := range census.Warnings {
 		printf(opts.IO.ErrOut, "lockscope: warning: %s\n", t.Redact(w))
 	}
-	locks := make([]*scanner.Lock, len(census.Locks))
-	for i := range census.Locks {
-		locks[i] = &census.Locks[i]
+	if err := sink.finish(total); err != nil {
+		return err
 	}
-	present.SortLocks(locks, by, false)
-	total := len(locks)
-	if opts.Limit > 0 && len(locks) > opts.Limit {
-		locks = locks[:opts.Limit]
-	}
-	if opts.JSON {
-		err = writeLocksJSON(opts.IO.Out, locks)
-	} else {
-		err = writeLocksTable(opts.IO.Out, locks, total, opts.Conn.StuckAfter)
-	}
-	if err != nil {
+	if err := out.Flush(); err != nil {
 		return err
 	}
 	if len(census.Missing) > 0 {
@@ -85,118 +117,72 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	return nil
 }
 
-// lockJSON is one line of `ls --json` and the base of `show --json`. The field set is a
-// contract with scripts (docs/cli.md): change it only by adding to show's extension.
-type lockJSON struct {
-	Key        string         `json:"key"`
-	Format     string         `json:"format"`
-	Node       string         `json:"node"`
-	Trace      string         `json:"trace"`
-	AcquiredAt *string        `json:"acquired_at"`
-	AgeMs      *int64         `json:"age_ms"`
-	TTLMs      int64          `json:"ttl_ms"`
-	Reentry    *int           `json:"reentry"`
-	Fence      *int64         `json:"fence"`
-	Value      string         `json:"value"`
-	Instances  []instanceJSON `json:"instances"`
+// jsonStream writes each lock's JSON line as its batch is read (ls --json without an order):
+// the first lines go out after one SCAN page and one batch of reads, and nothing is kept.
+type jsonStream struct {
+	out     *bufio.Writer
+	limit   int // 0: all
+	written int
+	line    []byte // reused from lock to lock
 }
 
-// instanceJSON is the key on one server; value and ttl_ms are null where the server does
-// not hold the key or could not be read.
-type instanceJSON struct {
-	Addr  string  `json:"addr"`
-	Value *string `json:"value"`
-	TTLMs *int64  `json:"ttl_ms"`
-}
-
-func toLockJSON(l *scanner.Lock) lockJSON {
-	j := lockJSON{
-		Key:       l.Key,
-		Format:    string(l.Format),
-		Node:      l.Node,
-		Trace:     l.Trace,
-		TTLMs:     ttlMs(l.TTL, l.NoExpiry),
-		Value:     present.SafeText(l.Value, 0),
-		Instances: []instanceJSON{},
-	}
-	if !l.AcquiredAt.IsZero() {
-		at := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
-		age := l.Age(l.FetchedAt).Milliseconds()
-		j.AcquiredAt, j.AgeMs = &at, &age
-	}
-	if l.Reentry > 0 {
-		j.Reentry = &l.Reentry
-	}
-	if l.HasFence {
-		j.Fence = &l.Fence
-	}
-	for _, in := range l.PerInstance() {
-		ij := instanceJSON{Addr: in.Addr}
-		if in.Present && !in.Missing {
-			v, ttl := present.SafeText(in.Value, 0), ttlMs(in.TTL, in.NoExpiry)
-			ij.Value, ij.TTLMs = &v, &ttl
+func (s *jsonStream) add(locks []scanner.Lock) error {
+	for i := range locks {
+		if s.limit > 0 && s.written == s.limit {
+			break
 		}
-		j.Instances = append(j.Instances, ij)
+		s.line = appendLockJSON(s.line[:0], &locks[i])
+		if err := writeRendered(s.out, s.line); err != nil {
+			return err
+		}
+		s.written++
 	}
-	return j
+	return s.out.Flush() // a batch's lines go out as it is read, not when the buffer fills
 }
 
-// ttlMs is the TTL in ms, -1 for a key without expiry.
-func ttlMs(ttl time.Duration, noExpiry bool) int64 {
-	if noExpiry {
-		return -1
-	}
-	return ttl.Milliseconds()
+func (s *jsonStream) finish(int) error { return nil }
+
+// jsonRanked keeps each lock's JSON line, rendered as its batch is read, and its place in the
+// order; the records themselves are dropped batch by batch.
+type jsonRanked struct {
+	out     *bufio.Writer
+	ranking *present.Ranking[[]byte]
+	rows    arena
+	line    []byte
 }
 
-func writeLocksJSON(w io.Writer, locks []*scanner.Lock) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, l := range locks {
-		if err := enc.Encode(toLockJSON(l)); err != nil {
+func (s *jsonRanked) add(locks []scanner.Lock) error {
+	for i := range locks {
+		s.line = appendLockJSON(s.line[:0], &locks[i])
+		s.ranking.Add(&locks[i], s.rows.keep(s.line))
+	}
+	return nil
+}
+
+func (s *jsonRanked) finish(int) error {
+	for line := range s.ranking.Sorted() {
+		if err := writeRendered(s.out, line); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Column widths of the table: long keys and values are cut with a marker, never wrapped.
-const (
-	keyWidth    = 48
-	holderWidth = 28
-	traceWidth  = 20
-)
+// arenaBlock is the size of the blocks rendered rows are kept in.
+const arenaBlock = 1 << 20
 
-// lsColumns are the ls table's titles.
-var lsColumns = []string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
-	present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}
+// arena keeps rendered rows in large blocks: a million rows cost a few hundred allocations
+// instead of a million, and the blocks hold no pointers for the collector to scan.
+type arena struct {
+	block []byte
+}
 
-// writeLocksTable is the ls table. A lock is shown as it was when read (now = FetchedAt):
-// the census is a snapshot.
-func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	printf(tw, "%s\n", present.Safe(strings.Join(lsColumns, "\t"))) // our titles: Safe, or the tabs would be escaped
-	noExpiry, stuck := 0, 0
-	for _, l := range locks {
-		if l.NoExpiry {
-			noExpiry++
-		}
-		if present.Stuck(l, l.FetchedAt, stuckAfter) {
-			stuck++
-		}
-		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			present.Cut{Text: l.Key, Max: keyWidth}, present.Cut{Text: present.OrUnknown(l.Node), Max: holderWidth},
-			present.Cut{Text: present.OrUnknown(l.Trace), Max: traceWidth}, present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
-			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), l.Format,
-			present.FlagsText(l, l.FetchedAt, stuckAfter))
+// keep copies row into the arena and returns the copy.
+func (a *arena) keep(row []byte) []byte {
+	if cap(a.block)-len(a.block) < len(row) {
+		a.block = make([]byte, 0, max(arenaBlock, len(row)))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	summary := fmt.Sprintf("%d locks", total)
-	if len(locks) < total {
-		summary = fmt.Sprintf("%d of %d locks shown", len(locks), total)
-	}
-	err := printf(w, "%s, %d without expiry, %d stuck (held > %s)\n", summary, noExpiry, stuck, present.Duration(stuckAfter))
-	return err
+	start := len(a.block)
+	a.block = append(a.block, row...)
+	return a.block[start:len(a.block):len(a.block)]
 }

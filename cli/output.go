@@ -16,3 +16,11 @@ func printf(w io.Writer, format string, args ...any) error {
 	_, err := io.WriteString(w, string(present.Sprintf(format, args...)))
 	return err
 }
+
+// writeRendered writes text already made safe piece by piece: rows of `ls` whose cells went
+// through present.SafeText and JSON lines whose values did, built without Sprintf's
+// reflection because there are a million of them.
+func writeRendered(w io.Writer, b []byte) error {
+	_, err := w.Write(b)
+	return err
+}

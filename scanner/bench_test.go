@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 )
 
 // BenchmarkCensus: a census of 10,000 locks on one server (runs with -bench=.).
@@ -55,7 +53,7 @@ func BenchmarkCensusMillion(b *testing.B) {
 	srv := redistest.Start(b)
 	c := srv.Client()
 	loadStart := time.Now()
-	loadParallel(b, c, n)
+	redistest.LoadLocks(b, c, n)
 	b.Logf("loaded %d keys in %v", n, time.Since(loadStart).Round(time.Millisecond))
 
 	var cli, minimal, ttlOnly, census, census5000, firstRows, censusServerCPU time.Duration
@@ -63,8 +61,8 @@ func BenchmarkCensusMillion(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		cli += timeIt(b, func() int { return redisCLIScan(b, srv.Port) }, n)
-		minimal += timeIt(b, func() int { return minimalLoop(b, c, true) }, n)
-		ttlOnly += timeIt(b, func() int { return minimalLoop(b, c, false) }, n)
+		minimal += timeIt(b, func() int { return floor(b, c, true) }, n)
+		ttlOnly += timeIt(b, func() int { return floor(b, c, false) }, n)
 		runtime.GC()
 		var p uint64
 		var res Census
@@ -114,6 +112,15 @@ func BenchmarkCensusMillion(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(live)/(1<<20), "live-heap-MB")
 	b.ReportMetric(float64(rssHighWater())/(1<<20), "rss-hwm-MB")
+}
+
+// floor runs redistest.PipelinedFloor and counts the keys it read.
+func floor(b *testing.B, c *redis.Client, values bool) int {
+	n, err := redistest.PipelinedFloor(context.Background(), c, DefaultPattern, values)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 func timeIt(b *testing.B, f func() int, want int) time.Duration {
@@ -168,30 +175,6 @@ func watchFirstRows(b *testing.B, s *Scanner) time.Duration {
 	return 0
 }
 
-// loadParallel writes n lockscope-format locks with pipelined SET ... PX on 4 connections.
-func loadParallel(b *testing.B, c *redis.Client, n int) {
-	var g errgroup.Group
-	const workers = 4
-	for w := range workers {
-		g.Go(func() error {
-			ctx := context.Background()
-			for start := w * 1000; start < n; start += workers * 1000 {
-				pipe := c.Pipeline()
-				for i := start; i < min(start+1000, n); i++ {
-					pipe.Set(ctx, fmt.Sprintf("lock:bench:%07d", i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
-				}
-				if _, err := pipe.Exec(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // redisCLIScan runs redis-cli --scan and counts the names it prints.
 func redisCLIScan(b *testing.B, port int) int {
 	cmd := exec.Command("redis-cli", "-p", strconv.Itoa(port), "--scan", "--pattern", "lock:*")
@@ -211,50 +194,6 @@ func redisCLIScan(b *testing.B, port int) int {
 		b.Fatal(err)
 	}
 	return lines
-}
-
-// minimalLoop is the baseline: SCAN COUNT 1000 with pipelined PTTL + GETRANGE 0 4095 per
-// batch (PTTL only without values) and two batches in flight, nothing decoded or kept. It
-// counts keys read.
-func minimalLoop(b *testing.B, c *redis.Client, values bool) int {
-	ctx := context.Background()
-	batches := make(chan []string, 1)
-	var count atomic.Int64
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for keys := range batches {
-				pipe := c.Pipeline()
-				ttls := make([]*redis.DurationCmd, len(keys))
-				vals := make([]*redis.StringCmd, len(keys))
-				for i, k := range keys {
-					ttls[i] = pipe.PTTL(ctx, k)
-					if values {
-						vals[i] = pipe.GetRange(ctx, k, 0, 4095)
-					}
-				}
-				if _, err := pipe.Exec(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-				count.Add(int64(len(keys)))
-			}
-		})
-	}
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, "lock:*", 1000).Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		batches <- keys
-		if cursor = next; cursor == 0 {
-			break
-		}
-	}
-	close(batches)
-	wg.Wait()
-	return int(count.Load())
 }
 
 // peakHeap runs f and returns the highest heap in use (live and not yet collected objects

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lockscope/lockscope/connect"
 )
@@ -29,6 +30,7 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 		p.repeatsLater = true
 		if canDiscover(s.opts.Pattern) {
 			p.discover, p.fences, p.queues = true, map[string]struct{}{}, map[string]struct{}{}
+			p.companions = companionReads{}
 		}
 	}
 	c, err := p.run(ctx)
@@ -44,6 +46,81 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 	}
 	return c, err
 }
+
+// CensusEach is a census for a consumer that handles the locks as they are read instead of
+// keeping them all (`lockscope ls` writes each batch out, or keeps a compact form of it):
+// each gets every batch once it is read and decoded, in the order batches complete, one call
+// at a time. The locks passed are the callee's to keep. An error from each stops the census
+// and is returned.
+//
+// Unlike Census it cannot leave the fence keys to be found by its SCAN and joined at the end:
+// each batch reads its keys' fences itself (one MGET; key by key on a cluster). It reads no
+// wait queues (HasWaiters stays false: unknown): measured on a million locks, asking for them
+// cost the server as much as the fences, for a count a listing does not show. SCAN repeats
+// are dropped as they come (see digestSet). The returned Census has no Locks; Warnings,
+// Missing and the error are as Census's.
+func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error) (Census, error) {
+	// The consumer stops the pass by cancelling it, so that its error is not taken for a
+	// server that could not be read.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var repeats *digestSet // nil: the pass drops repeats itself (Redlock merges as it claims)
+	if s.target.Mode != connect.Redlock {
+		repeats = newDigestSet()
+	}
+	// One goroutine hands the batches over, through a queue, so that the readers go on
+	// reading while the consumer works on a batch (a table renders and sorts its rows): the
+	// server, not the consumer, sets the pace, as long as the consumer keeps up overall.
+	var expected atomic.Int64
+	batches := make(chan []Lock, consumerQueue)
+	var stopped error
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for locks := range batches {
+			if stopped != nil {
+				continue // drain: the readers must not block on a consumer that left
+			}
+			if repeats != nil {
+				repeats.expect(int(expected.Load()))
+				locks = repeats.dropSeen(locks)
+			}
+			if len(locks) > 0 {
+				if stopped = each(locks); stopped != nil {
+					cancel()
+				}
+			}
+		}
+	}()
+	p := s.newPass(sink{
+		expect: func(n int) { expected.Store(int64(n)) },
+		batch: func(_ int, locks []Lock) error {
+			if locks = compact(locks); len(locks) == 0 {
+				return nil
+			}
+			select {
+			case batches <- locks:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	})
+	p.companions = companionReads{fences: true}
+	p.repeatsLater = repeats != nil
+	c, err := p.run(ctx)
+	close(batches)
+	<-consumed
+	if stopped != nil {
+		err = stopped
+	}
+	return c, err
+}
+
+// consumerQueue is how many batches CensusEach keeps queued for its consumer (up to 5,000
+// records each): enough to ride out a slow batch, not so many that a consumer that cannot
+// keep up makes the census hold the records it was meant not to keep.
+const consumerQueue = 8
 
 // assembly collects a census: batches are decoded into the final array where it covers
 // their positions, or into their own slices (read before the estimate came, or beyond it).

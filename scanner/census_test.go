@@ -1,10 +1,12 @@
 package scanner
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // TestAssemblyEstimates: whatever the estimate (none, too low, right, far too high), and
@@ -100,5 +102,50 @@ func TestCensusAmongOtherKeys(t *testing.T) {
 	}
 	if len(census.Locks) != 500 || cap(census.Locks) > 1000 {
 		t.Errorf("%d locks in an array of %d", len(census.Locks), cap(census.Locks))
+	}
+}
+
+// TestCensusEach: every key exactly once over the batches, fences read with them, wait queues
+// left unknown; a repeated key in a later batch is dropped; an error from the consumer stops
+// the census and comes back as it is, with no server taken for missing.
+func TestCensusEach(t *testing.T) {
+	_, c, target := startStandalone(t)
+	keys := loadLocks(t, c, "each", 12_000)
+	must(t, c.Set(testCtx(t), protocol.FenceKey(keys[7]), "42", 0).Err())
+	must(t, c.ZAdd(testCtx(t), protocol.WaitQueueKey(keys[7]), redisZ(1, "w")).Err())
+	s := New(target, Options{})
+	seen := map[string]Lock{}
+	batches := 0
+	c0, err := s.CensusEach(testCtx(t), func(locks []Lock) error {
+		batches++
+		for _, l := range locks {
+			if _, dup := seen[l.Key]; dup {
+				t.Errorf("%s delivered twice", l.Key)
+			}
+			seen[l.Key] = l
+		}
+		return nil
+	})
+	must(t, err)
+	if len(seen) != len(keys) || batches < 2 || len(c0.Missing) > 0 {
+		t.Fatalf("%d keys in %d batches (missing %v), want %d in several", len(seen), batches, c0.Missing, len(keys))
+	}
+	if l := seen[keys[7]]; !l.HasFence || l.Fence != 42 || l.HasWaiters {
+		t.Errorf("%s: fence %d (%v), waiters known %v: want fence 42, waiters unknown", l.Key, l.Fence, l.HasFence, l.HasWaiters)
+	}
+
+	repeats := newDigestSet()
+	first := repeats.dropSeen([]Lock{{Key: "a"}, {Key: "b"}, {Key: "a"}})
+	if len(first) != 2 || first[0].Key != "a" || first[1].Key != "b" {
+		t.Errorf("first batch kept %v, want a and b", first)
+	}
+	if again := repeats.dropSeen([]Lock{{Key: "b"}, {Key: "c"}}); len(again) != 1 || again[0].Key != "c" {
+		t.Errorf("second batch kept %v, want c only", again)
+	}
+
+	stop := errors.New("consumer left")
+	_, err = s.CensusEach(testCtx(t), func([]Lock) error { return stop })
+	if err != stop {
+		t.Errorf("consumer's error came back as %v", err)
 	}
 }

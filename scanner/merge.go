@@ -28,7 +28,7 @@ func (s *Scanner) readLocks(ctx context.Context, keys []string, readers []server
 	reads := make([][]instRead, len(readers))
 	read := func(j int) error {
 		return p.retry(ctx, readers[j].addr, func() error {
-			r, err := kr[j].readKeys(ctx, readers[j].rdb, keys, s.opts.HashCap, !p.discover, &p.denied, p.out.warn)
+			r, err := kr[j].readKeys(ctx, readers[j].rdb, keys, s.opts.HashCap, p.companions, &p.denied, p.out.warn)
 			reads[j] = r
 			return err
 		})

@@ -83,10 +83,14 @@ type pass struct {
 	discover bool
 	fences   map[string]struct{}
 	queues   map[string]struct{}
+	// companions are the companion keys each batch reads with its locks: both unless the
+	// SCAN discovers them, or the consumer does not want them (CensusEach: no wait queues).
+	companions companionReads
 }
 
 func (s *Scanner) newPass(out sink) *pass {
-	p := &pass{s: s, fetched: time.Now(), seen: map[string]struct{}{}, missing: map[string]error{}, alive: map[string]bool{}, warned: map[string]bool{}}
+	p := &pass{s: s, fetched: time.Now(), seen: map[string]struct{}{}, missing: map[string]error{}, alive: map[string]bool{}, warned: map[string]bool{},
+		companions: companionReads{fences: true, queues: true}}
 	p.out = out
 	p.out.warn = func(msg string) {
 		p.mu.Lock()

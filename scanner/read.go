@@ -43,6 +43,11 @@ var deniedWarnings = [readKinds]string{
 	readWaiters: "no permission to read wait queues (ZCARD " + protocol.WaitQueueKey("...") + "): waiter counts unknown",
 }
 
+// companionReads says which companion keys a batch of reads asks for with its locks.
+type companionReads struct {
+	fences, queues bool
+}
+
 // denials remembers, for one pass, which reads the server refused with NOPERM, so the rest
 // of the pass skips them instead of asking a million times.
 type denials [readKinds]atomic.Bool
@@ -114,13 +119,13 @@ func (kr *keyReader) results(n int) []instRead {
 
 // readKeys reads keys on one server in one pipeline (plus small ones for keys that are not
 // strings and for wait queues). On a cluster multi-key commands would span slots, so
-// companions are read key by key there. withCompanions false leaves the companions to the
-// caller (a census finds them with its SCAN). warn reports a refused read once. The result
-// is valid until the keyReader's next batch.
-func (kr *keyReader) readKeys(ctx context.Context, rdb redis.Cmdable, keys []string, hashCap int, withCompanions bool, denied *denials, warn func(string)) ([]instRead, error) {
+// companions are read key by key there. reads says which of them to read (the rest
+// are left to the caller: a census finds them with its SCAN). warn reports a refused read
+// once. The result is valid until the keyReader's next batch.
+func (kr *keyReader) readKeys(ctx context.Context, rdb redis.Cmdable, keys []string, hashCap int, reads companionReads, denied *denials, warn func(string)) ([]instRead, error) {
 	perKey := kr.cluster
 	readValues, readFences, readQueues := !denied[readValue].Load(), !denied[readFence].Load(), !denied[readWaiters].Load()
-	readFences, readQueues = readFences && withCompanions, readQueues && withCompanions
+	readFences, readQueues = readFences && reads.fences, readQueues && reads.queues
 	var fenceKeys, queueKeys []string
 	if !perKey {
 		fenceKeys, queueKeys = companionKeys(keys, readFences, readQueues)

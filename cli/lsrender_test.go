@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockscope/lockscope/present"
+	"github.com/lockscope/lockscope/present/presenttest"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// renderFixture is every kind of lock the renderers meet: the shared fixture, hostile and
+// non-ASCII text in every string field, a Redlock lock with a missing instance, big numbers.
+func renderFixture() []*scanner.Lock {
+	locks := presenttest.Locks()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	for i, s := range []string{hostile, `back\slash`, `"quoted" <html> & co`, "é ü 日本 \u2028 \u2029 \t", "\xff\xfe", ""} {
+		locks = append(locks, &scanner.Lock{Key: "lock:" + s, Format: scanner.FormatOpaque, Node: s, Trace: s, Value: s + s,
+			AcquiredAt: at, TTL: time.Duration(i) * time.Hour, FetchedAt: at.Add(time.Minute), Addr: "10.0.0.1:6379",
+			Reentry: i, Fence: int64(i) << 60, HasFence: i%2 == 0, Truncated: i == 1})
+	}
+	locks = append(locks, &scanner.Lock{Key: "lock:redlock", Format: scanner.FormatLockscope, Value: "v", NoExpiry: true,
+		Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3, Instances: []scanner.Instance{
+			{Addr: "a:1", Value: "v", Present: true, NoExpiry: true}, {Addr: "b:2", Missing: true}, {Addr: "c:3"}}}})
+	return locks
+}
+
+func TestLockJSONAppendsAsEncodingJSON(t *testing.T) {
+	for _, l := range renderFixture() {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(toLockJSON(l)); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendLockJSON(nil, l); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%q:\n got %s\nwant %s", l.Key, got, want.Bytes())
+		}
+	}
+}
+
+// TestTableAlignsAsTabwriter: the ls table is laid out as text/tabwriter laid it out
+// (minwidth 0, padding 2, spaces), runes counted, the last column unpadded.
+func TestTableAlignsAsTabwriter(t *testing.T) {
+	locks := renderFixture()
+	var want bytes.Buffer
+	tw := tabwriter.NewWriter(&want, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\n", strings.Join(lsColumns, "\t"))
+	for _, l := range locks {
+		fmt.Fprintf(tw, "%s\n", appendRow(nil, l, time.Minute))
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := writeLocksTable(&got, locks, len(locks), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if table, _, _ := strings.Cut(got.String(), fmt.Sprintf("%d locks", len(locks))); table != want.String() {
+		t.Errorf("table:\n%s\nwant (tabwriter):\n%s", table, want.String())
+	}
+}
+
+// TestTableCellsAsSprintf: every cell is what present.Sprintf made of it before rows were
+// rendered in bulk (escaped, cut at the column's width).
+func TestTableCellsAsSprintf(t *testing.T) {
+	for _, l := range renderFixture() {
+		want := present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
+			present.Cut{Text: l.Key, Max: keyWidth}, present.Cut{Text: present.OrUnknown(l.Node), Max: holderWidth},
+			present.Cut{Text: present.OrUnknown(l.Trace), Max: traceWidth}, present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
+			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), l.Format,
+			present.FlagsText(l, l.FetchedAt, time.Minute))
+		if got := appendRow(nil, l, time.Minute); string(got) != string(want) {
+			t.Errorf("%q:\n got %q\nwant %q", l.Key, got, want)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/lockscope/lockscope/present"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// Column widths of the table: long keys and values are cut with a marker, never wrapped.
+const (
+	keyWidth    = 48
+	holderWidth = 28
+	traceWidth  = 20
+)
+
+// lsColumns are the ls table's titles.
+var lsColumns = []string{present.ColumnKey, present.ColumnHolder, present.ColumnTrace, present.ColumnAge,
+	present.ColumnTTL, present.ColumnReentry, present.ColumnFence, present.ColumnFormat, present.ColumnFlags}
+
+// columnGap is the space between two columns.
+const columnGap = 2
+
+// streamWidths are the widths of the columns before FLAGS (the last, never padded) in a table
+// written as it is read (--sort none), before the rows to come are known: KEY, HOLDER and
+// TRACE are cut at theirs, and the others fit every usual value ("-12m05s", "expired",
+// "not-a-lock"); a longer count or fence shifts the rest of its row.
+var streamWidths = columnWidths{keyWidth, holderWidth, traceWidth, 7, 7, 3, 10, 10}
+
+// tableRow is a lock's row of the ls table, rendered: its cells joined by tabs (no cell holds
+// one: SafeText escapes them), and what the summary line counts.
+type tableRow struct {
+	cells    []byte
+	noExpiry bool
+	stuck    bool
+}
+
+// appendRow appends l's cells joined by tabs: made safe and cut as present renders them. A lock
+// is shown as it was when read (now = FetchedAt): the census is a snapshot.
+func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) []byte {
+	cells := [...]string{
+		present.SafeText(l.Key, keyWidth), present.SafeText(present.OrUnknown(l.Node), holderWidth),
+		present.SafeText(present.OrUnknown(l.Trace), traceWidth), present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
+		present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence),
+		present.SafeText(string(l.Format), 0), present.SafeText(present.FlagsText(l, l.FetchedAt, stuckAfter), 0),
+	}
+	for i, c := range cells {
+		if i > 0 {
+			b = append(b, '\t')
+		}
+		b = append(b, c...)
+	}
+	return b
+}
+
+func newTableRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) tableRow {
+	return tableRow{cells: appendRow(b, l, stuckAfter), noExpiry: l.NoExpiry, stuck: present.Stuck(l, l.FetchedAt, stuckAfter)}
+}
+
+// columnWidths are the widths in runes of the columns but the last (FLAGS, never padded).
+type columnWidths []int
+
+func newColumnWidths() columnWidths { return make(columnWidths, len(lsColumns)-1) }
+
+// widen makes the columns as wide as cells (joined by tabs, valid UTF-8 as SafeText makes
+// it: a rune is a byte that does not continue one).
+func (w columnWidths) widen(cells []byte) {
+	col, runes := 0, 0
+	for _, c := range cells {
+		switch {
+		case c == '\t':
+			w[col] = max(w[col], runes)
+			if col++; col == len(w) {
+				return
+			}
+			runes = 0
+		case c&0xc0 != 0x80:
+			runes++
+		}
+	}
+}
+
+// appendAligned appends cells (joined by tabs) padded to widths (plus the gap) and a newline,
+// as text/tabwriter aligns them: by runes, the last cell unpadded.
+func appendAligned(b, cells []byte, widths columnWidths) []byte {
+	for col := 0; ; col++ {
+		end, runes := 0, 0
+		for ; end < len(cells) && cells[end] != '\t'; end++ {
+			if cells[end]&0xc0 != 0x80 {
+				runes++
+			}
+		}
+		b = append(b, cells[:end]...)
+		if end == len(cells) {
+			return append(b, '\n')
+		}
+		b = append(b, blanks[:max(widths[col]+columnGap-runes, 0)]...)
+		cells = cells[end+1:]
+	}
+}
+
+// blanks pad cells: more than the widest column and its gap (a KEY cut at keyWidth runes
+// plus SafeText's marker, "…(+123 bytes)").
+var blanks = []byte(strings.Repeat(" ", 2*keyWidth+columnGap))
+
+// header is the table's title row, its cells joined by tabs.
+func header() []byte { return []byte(strings.Join(lsColumns, "\t")) }
+
+// tableSummary is the line under the table: how many locks, and of them without expiry and stuck.
+type tableSummary struct {
+	shown, noExpiry, stuck int
+}
+
+func (s *tableSummary) count(r tableRow) {
+	s.shown++
+	if r.noExpiry {
+		s.noExpiry++
+	}
+	if r.stuck {
+		s.stuck++
+	}
+}
+
+func (s *tableSummary) write(out *bufio.Writer, total int, stuckAfter time.Duration) error {
+	summary := fmt.Sprintf("%d locks", total)
+	if s.shown < total {
+		summary = fmt.Sprintf("%d of %d locks shown", s.shown, total)
+	}
+	return printf(out, "%s, %d without expiry, %d stuck (held > %s)\n", summary, s.noExpiry, s.stuck, present.Duration(stuckAfter))
+}
+
+// tableStream writes rows as their batch is read (--sort none), in fixed-width columns.
+type tableStream struct {
+	out        *bufio.Writer
+	limit      int // 0: all
+	stuckAfter time.Duration
+	summary    tableSummary
+	row, line  []byte // reused from lock to lock
+}
+
+func newTableStream(out *bufio.Writer, limit int, stuckAfter time.Duration) *tableStream {
+	return &tableStream{out: out, limit: limit, stuckAfter: stuckAfter, line: appendAligned(nil, header(), streamWidths)}
+}
+
+func (s *tableStream) add(locks []scanner.Lock) error {
+	for i := range locks {
+		if s.limit > 0 && s.summary.shown == s.limit {
+			break
+		}
+		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
+		s.row = r.cells
+		s.line = appendAligned(s.line, r.cells, streamWidths)
+		s.summary.count(r)
+	}
+	err := writeRendered(s.out, s.line)
+	s.line = s.line[:0]
+	if err != nil {
+		return err
+	}
+	return s.out.Flush() // a batch's rows go out as it is read, not when the buffer fills
+}
+
+func (s *tableStream) finish(total int) error {
+	if err := writeRendered(s.out, s.line); err != nil { // the header, when no lock came
+		return err
+	}
+	return s.summary.write(s.out, total, s.stuckAfter)
+}
+
+// tableRanked keeps the rendered rows and their places in the order until the census ends,
+// then writes them in columns as wide as their widest cell.
+type tableRanked struct {
+	out        *bufio.Writer
+	ranking    *present.Ranking[tableRow]
+	limit      int          // 0: all
+	widths     columnWidths // without a limit every row is shown: widened as rows come
+	stuckAfter time.Duration
+	rows       arena
+	row        []byte
+}
+
+func newTableRanked(out *bufio.Writer, by present.Sort, limit int, stuckAfter time.Duration) *tableRanked {
+	return &tableRanked{out: out, ranking: present.NewRanking[tableRow](by, false, limit), limit: limit,
+		widths: newColumnWidths(), stuckAfter: stuckAfter}
+}
+
+func (s *tableRanked) add(locks []scanner.Lock) error {
+	for i := range locks {
+		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
+		s.row = r.cells
+		r.cells = s.rows.keep(r.cells)
+		if s.limit == 0 {
+			s.widths.widen(r.cells)
+		}
+		s.ranking.Add(&locks[i], r)
+	}
+	return nil
+}
+
+func (s *tableRanked) finish(total int) error {
+	rows := s.ranking.Sorted()
+	if s.limit > 0 { // only the rows kept count
+		for r := range rows {
+			s.widths.widen(r.cells)
+		}
+	}
+	return writeTable(s.out, rows, s.widths, total, s.stuckAfter)
+}
+
+// writeTable writes the header, rows and the summary line (total locks found), in columns
+// as wide as their widest cell (widths: the rows' widths; the header's are added here).
+func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths, total int, stuckAfter time.Duration) error {
+	head := header()
+	widths.widen(head)
+	line := appendAligned(nil, head, widths)
+	var summary tableSummary
+	for r := range rows {
+		line = appendAligned(line, r.cells, widths)
+		summary.count(r)
+		if len(line) >= arenaBlock/16 {
+			if err := writeRendered(out, line); err != nil {
+				return err
+			}
+			line = line[:0]
+		}
+	}
+	if err := writeRendered(out, line); err != nil {
+		return err
+	}
+	return summary.write(out, total, stuckAfter)
+}

@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"bufio"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// writeLocksTable writes locks, in their order, as ls writes a sorted table (total: the
+// locks the census found).
+func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
+	rows := make([]tableRow, len(locks))
+	widths := newColumnWidths()
+	for i, l := range locks {
+		rows[i] = newTableRow(nil, l, stuckAfter)
+		widths.widen(rows[i].cells)
+	}
+	out := bufio.NewWriter(w)
+	if err := writeTable(out, slices.Values(rows), widths, total, stuckAfter); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// writeLocksJSON writes locks, in their order, as ls --json writes them.
+func writeLocksJSON(w io.Writer, locks []*scanner.Lock) error {
+	var b []byte
+	for _, l := range locks {
+		b = appendLockJSON(b, l)
+	}
+	_, err := w.Write(b)
+	return err
+}

@@ -1,0 +1,76 @@
+package present
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// randomLocks are n locks with many ties: few holders (some unknown), few deadlines and
+// acquisition times (some unknown or without expiry), so that every order needs its key.
+func randomLocks(n int, rng *rand.Rand) []*scanner.Lock {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	holders := []string{"", "api-1", "api-2", "worker"}
+	locks := make([]*scanner.Lock, n)
+	for i, k := range rng.Perm(n) { // keys are unique, in no order
+		l := &scanner.Lock{Key: fmt.Sprintf("lock:%d", k), Node: holders[rng.IntN(len(holders))],
+			FetchedAt: now, TTL: time.Duration(rng.IntN(5)) * time.Second, NoExpiry: rng.IntN(6) == 0}
+		if rng.IntN(4) > 0 {
+			l.AcquiredAt = now.Add(-time.Duration(rng.IntN(5)) * time.Minute)
+		}
+		locks[i] = l
+	}
+	return locks
+}
+
+// TestRankingFirstNIsSortAndCut: for every order, both directions and sizes around the run
+// length, a Ranking with a limit keeps exactly the first rows of the full sort, and one
+// without (sorted in runs and merged) gives the full sort.
+func TestRankingFirstNIsSortAndCut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 7, 300, 2*runLen + 5} {
+		locks := randomLocks(n, rng)
+		limits := []int{0, 1, 10, n + 1}
+		if n > runLen {
+			limits = []int{0} // the merge of three runs
+		}
+		for _, s := range sorts {
+			for _, desc := range []bool{false, true} {
+				keys := map[*scanner.Lock]sortKey{}
+				for _, l := range locks {
+					keys[l] = keyOf(l, s)
+				}
+				full := slices.Clone(locks)
+				slices.SortFunc(full, func(a, b *scanner.Lock) int { // the order, written out plainly
+					c := keys[a].compare(keys[b])
+					if desc {
+						return -c
+					}
+					return c
+				})
+				for _, limit := range limits {
+					r := NewRanking[*scanner.Lock](s, desc, limit)
+					for _, l := range locks {
+						r.Add(l, l)
+					}
+					want := full
+					if limit > 0 && limit < n {
+						want = full[:limit]
+					}
+					if got := slices.Collect(r.Sorted()); !sameKeys(got, want) {
+						t.Fatalf("n %d %s desc %v limit %d: %d rows, not the sorted first ones", n, s, desc, limit, len(got))
+					}
+				}
+			}
+		}
+	}
+}
+
+// sameKeys: the same rows in the same order.
+func sameKeys(a, b []*scanner.Lock) bool {
+	return slices.EqualFunc(a, b, func(x, y *scanner.Lock) bool { return x == y })
+}
