@@ -51,7 +51,7 @@ func BenchmarkConsoleMillion(b *testing.B) {
 	const n = 1_000_000
 	srv := redistest.Start(b)
 	c := srv.Client()
-	loadParallel(b, c, n)
+	redistest.LoadLocks(b, c, n)
 	target := standalone(c, srv.Addr)
 	for b.Loop() {
 		idle := serverShare(b, c, window, func() {})
