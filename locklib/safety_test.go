@@ -475,7 +475,7 @@ func snapshot(t *testing.T, rdb *redis.Client, key string) string {
 	t.Helper()
 	var sb strings.Builder
 	for _, k := range lockKeys(key)[:5] {
-		d, err := rdb.Dump(context.Background(), k).Result()
+		d, err := rdb.Dump(context.Background(), k.(string)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
 		}

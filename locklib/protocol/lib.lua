@@ -61,8 +61,13 @@ local function released(done, op)
   return redis.call('ZSCORE', done, op) ~= false
 end
 
--- ended reports whether operation op ended lately, however.
+-- ended reports whether operation op ended lately, however: in one ZMSCORE where the server
+-- has it (6.2; REDIS_VERSION_NUM, set from 7.0, tells), in two ZSCOREs elsewhere.
 local function ended(done, op)
+  if redis.REDIS_VERSION_NUM then
+    local scores = redis.call('ZMSCORE', done, op, op .. '!')
+    return scores[1] ~= false or scores[2] ~= false
+  end
   return released(done, op) or redis.call('ZSCORE', done, op .. '!') ~= false
 end
 
@@ -212,6 +217,22 @@ local function nextToken(fence, fenceTTL, last, us)
     return redis.call('GET', fence)
   end
   redis.call('SET', fence, us, 'PX', fenceTTL)
+  return us
+end
+
+-- swapToken is nextToken for a caller that has not read the counter and writes nothing
+-- before it: the clock's token is written and the counter read in one command (SET ... GET,
+-- Redis 6.2; a counter of another type fails it before it wrote), and when the counter was
+-- at or above the clock it is put back and moved on as nextToken does.
+local function swapToken(fence, fenceTTL, us)
+  if not redis.REDIS_VERSION_NUM then
+    return nextToken(fence, fenceTTL, redis.call('GET', fence), us)
+  end
+  local last = redis.call('SET', fence, us, 'PX', fenceTTL, 'GET')
+  if last and string.match(last, '^%d+$') and #last <= 18 and tonumber(last) >= tonumber(us) then
+    redis.call('SET', fence, last, 'PX', fenceTTL)
+    return nextToken(fence, fenceTTL, last, us)
+  end
   return us
 end
 
