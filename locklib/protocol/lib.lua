@@ -74,9 +74,10 @@ end
 -- finish records that an operation ended (entry: op or op .. '!'), at ms (the server's
 -- clock in ms: read now when not given). Best effort: the caller's
 -- own change is made first, and a server out of memory refuses this write (it grows a set)
--- without undoing that change.
+-- without undoing that change. A new entry drops the oldest beyond ENDED_MAX (none while
+-- the set is smaller: one command either way, where counting first took two at the cap).
 local function recordEnded(done, entry, ms)
-  if redis.call('ZADD', done, ms, entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
+  if redis.call('ZADD', done, ms, entry) == 1 then
     redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
   end
   redis.call('PEXPIRE', done, ENDED_MS)
