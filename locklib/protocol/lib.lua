@@ -11,7 +11,8 @@
 -- value already in the key, our level already in the levels set, our release already in the
 -- ended set) instead of applying it again (docs/locklib.md, "Requests that run twice").
 -- Every script also reads each key it may write before its first write (or checks its type,
--- checkTypes): a key of the wrong type fails the script before it changed anything, so a
+-- checkTypes, or reads it with that first write: swapToken): a key of the wrong type fails
+-- the script before it changed anything, so a
 -- script that fails leaves nothing half done. A server out of memory (noeviction) refuses
 -- the writes that may grow memory (SET, SADD, ZADD, LPUSH...) but not DEL, SREM or ZREM: a
 -- script makes its one growing write before its other changes, or makes it best effort
