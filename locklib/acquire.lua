@@ -14,15 +14,23 @@ local value, ttl, rand, op, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local window, fenceTTL = tonumber(ARGV[6]), ARGV[7]
 local acquiredEvent, waitingEvent, beforeStamp, afterStamp = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 
--- Reads before any write (protocol/lib.lua): ended, lock, queue and fence here; presence is read (by
--- prune) before any write when there are waiters, and written first otherwise; levels are
--- read (SCARD) before a re-entry and deleted (which cannot fail) before a first entry.
+-- Reads before any write (protocol/lib.lua): ended, lock, queue and fence here (or fence with
+-- its write, when that is the first: swapToken); presence is read (by prune) before any
+-- write when there are waiters, and written first otherwise; levels are read (SCARD) before
+-- a re-entry and deleted (which cannot fail) before a first entry.
 if ended(done, op) then
   return {-2, '', '0', 0, 0}
 end
 local cur = redis.call('GET', key)
 local waiters = redis.call('ZCARD', queue)
-local last = redis.call('GET', fence)
+-- The fence counter is read here when a path below may write before its token (a queue
+-- pruned) or reports the holder's; a free key without waiters reads it as it writes it
+-- (swapToken).
+local fenceRead = cur ~= false or waiters > 0
+local last = nil
+if fenceRead then
+  last = redis.call('GET', fence)
+end
 
 if cur and rand == '' and sameHolder(cur, value) then
   -- Ours already: an earlier copy of this request ran, or a release of our own client
@@ -67,7 +75,12 @@ if not cur then
     head = liveHead(queue, presence)
   end
   if head == nil or head == entry then
-    local token = nextToken(fence, fenceTTL, last, us)
+    local token
+    if fenceRead then
+      token = nextToken(fence, fenceTTL, last, us)
+    else
+      token = swapToken(fence, fenceTTL, us)
+    end
     value = beforeStamp .. ms .. afterStamp
     redis.call('SET', key, value, 'PX', ARGV[2])
     if rand ~= '' then

@@ -57,7 +57,7 @@ func (g *goTracker) wait() {
 func callBounded[T any](ctx context.Context, calls *goTracker, direct bool,
 	call func(context.Context) (T, error), late func(T, error),
 ) (T, error) {
-	if direct || ctx.Done() == nil {
+	if !boundedOnGoroutine(ctx, direct) {
 		return call(ctx)
 	}
 	type result struct {
@@ -96,6 +96,12 @@ func callBounded[T any](ctx context.Context, calls *goTracker, direct bool,
 	return zero, ctx.Err()
 }
 
+// boundedOnGoroutine reports whether callBounded runs a call on a goroutine of its own: when
+// ctx can end and the client does not bound the socket by it (direct).
+func boundedOnGoroutine(ctx context.Context, direct bool) bool {
+	return !direct && ctx.Done() != nil
+}
+
 // boundsSocket reports whether rdb cancels a read when its context ends
 // (ContextTimeoutEnabled), so callBounded need not run calls on a goroutine of their own.
 func boundsSocket(rdb redis.UniversalClient) bool {
@@ -118,8 +124,11 @@ func retrying(ctx context.Context, op func(context.Context) error) error {
 	delay := 5 * time.Millisecond
 	for {
 		err := op(ctx)
+		if err == nil {
+			return nil
+		}
 		var reply redis.Error
-		if err == nil || !errors.Is(err, ErrBackend) || errors.As(err, &reply) || ctx.Err() != nil {
+		if !errors.Is(err, ErrBackend) || errors.As(err, &reply) || ctx.Err() != nil {
 			return err
 		}
 		t := time.NewTimer(delay)

@@ -36,16 +36,17 @@ func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
 	return &scriptRunner{rdb: rdb, server: r.server}
 }
 
-// run runs s with keys and args. A call refused before it ran (the function missing, Functions
-// unknown or not permitted) is sent again in the form that works, so each call runs once.
-func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, args ...any) *redis.Cmd {
+// run runs s with keys (strings, boxed once by the caller, which may send them again) and
+// args. A call refused before it ran (the function missing, Functions unknown or not
+// permitted) is sent again in the form that works, so each call runs once.
+func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []any, args ...any) *redis.Cmd {
 	if !r.server.scriptsOnly.Load() {
-		cmd := r.rdb.FCall(ctx, s.function, keys, args...)
+		cmd := r.fcall(ctx, s, keys, args)
 		err := cmd.Err()
 		switch {
 		case functionMissing(err):
 			if err := r.load(ctx); err == nil {
-				return r.rdb.FCall(ctx, s.function, keys, args...)
+				return r.fcall(ctx, s, keys, args)
 			} else if !functionsRefused(err) {
 				cmd.SetErr(err)
 				return cmd
@@ -57,7 +58,27 @@ func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, 
 			return cmd
 		}
 	}
-	return s.Run(ctx, r.rdb, keys, args...)
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.(string)
+	}
+	return s.Run(ctx, r.rdb, names, args...)
+}
+
+// fcall sends FCALL as go-redis's FCall would, without boxing the keys and the function's
+// name again on every call.
+func (r *scriptRunner) fcall(ctx context.Context, s *serverScript, keys, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, s.fcallHead...)
+	cmdArgs = append(cmdArgs, len(keys))
+	cmdArgs = append(cmdArgs, keys...)
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // fcall <function> <numkeys> <keys...>
+	}
+	_ = r.rdb.Process(ctx, cmd)
+	return cmd
 }
 
 // load loads functionLibrary on the server, or on every master of a cluster. A library that

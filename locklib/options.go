@@ -140,11 +140,21 @@ const defaultMaxRenewals = 10
 
 func newLockConfig(opts []LockOption) lockConfig {
 	var lc lockConfig
-	for _, o := range opts {
-		o(&lc)
+	if len(opts) > 0 {
+		lc = applyLockOptions(opts)
 	}
 	if !lc.maxRenewalsSet && lc.maxHold == 0 {
 		lc.maxRenewals = defaultMaxRenewals
+	}
+	return lc
+}
+
+// applyLockOptions is apart from newLockConfig so that only a call with options pays for
+// the config the options point to (it moves to the heap).
+func applyLockOptions(opts []LockOption) lockConfig {
+	var lc lockConfig
+	for _, o := range opts {
+		o(&lc)
 	}
 	return lc
 }

@@ -475,7 +475,7 @@ func snapshot(t *testing.T, rdb *redis.Client, key string) string {
 	t.Helper()
 	var sb strings.Builder
 	for _, k := range lockKeys(key)[:5] {
-		d, err := rdb.Dump(context.Background(), k).Result()
+		d, err := rdb.Dump(context.Background(), k.(string)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
 		}
@@ -723,6 +723,30 @@ func TestReleaseRunTwiceOnABusyKey(t *testing.T) {
 		t.Fatalf("Release whose first copy succeeded: %v", err)
 	}
 	<-busy
+}
+
+// The ended set keeps 1,024 operations (ENDED_MAX) and no more: each new entry past the cap
+// drops the oldest.
+func TestEndedSetKeepsTheLast1024(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 30*time.Second)
+	const key = "lock:ended-cap"
+	var last string
+	for range 1030 {
+		l := mustObtain(t, c, ctx, key, 10*time.Second)
+		last = l.h.op
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := protocol.EndedKey(key)
+	if n := rdb.ZCard(ctx, ended).Val(); n != 1024 {
+		t.Fatalf("ended set holds %d operations after 1,030 releases, want 1024", n)
+	}
+	if err := rdb.ZScore(ctx, ended, last).Err(); err != nil {
+		t.Fatalf("the last release is not in the ended set: %v", err)
+	}
 }
 
 // An Obtain whose context ends against a frozen server returns then: its clean-up runs in

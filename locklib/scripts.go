@@ -23,6 +23,7 @@ import (
 type serverScript struct {
 	*redis.Script        // the EVALSHA form: protocol.LuaLibrary() + the script's own code
 	function      string // the function's name in functionLibrary
+	fcallHead     []any  // "fcall", function: boxed once (scriptRunner.fcall)
 	body          string
 	flags         string // the function's flags, as a Lua table
 }
@@ -95,6 +96,7 @@ func newFunctionLibrary(scripts []*serverScript) library {
 	code.WriteString("#!lua name=" + name + "\n" + protocol.LuaLibrary())
 	for _, s := range scripts {
 		s.function = name + "_" + s.function
+		s.fcallHead = []any{"fcall", s.function}
 		code.WriteString("\nredis.register_function{function_name = '" + s.function + "', flags = " + s.flags +
 			", callback = function(KEYS, ARGV)\n" + s.body + "\nend}\n")
 	}

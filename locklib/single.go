@@ -20,8 +20,10 @@ type singleStore struct {
 	events   bool
 	window   time.Duration // presence window of queue entries (presenceWindow)
 	clientID string        // the Client's id, to wake its own waiters without pub/sub
-	fenceFor time.Duration // WithFenceRetention
-	scripts  *scriptRunner
+	// windowArg and clientIDArg are window in ms and clientID as script arguments, boxed once.
+	windowArg, clientIDArg any
+	fenceFor               time.Duration // WithFenceRetention
+	scripts                *scriptRunner
 	// releasing sends the calls bounded by releaseTimeout (a release, a clean-up) on a clone
 	// of a client that does not bound reads by the context (boundsSocket), whose every read
 	// and write is bounded so that all of go-redis's tries fit in releaseTimeout: they need
@@ -45,6 +47,7 @@ func newSingleStore(rdb redis.UniversalClient) *singleStore {
 // setup passes the Client's settings that the scripts need.
 func (s *singleStore) setup(cfg config, clientID string) {
 	s.events, s.window, s.clientID, s.fenceFor = cfg.events, presenceWindow(cfg.backoffCap), clientID, cfg.fenceRetention
+	s.windowArg, s.clientIDArg = s.window.Milliseconds(), clientID
 }
 
 // fenceLifetime is how long a fencing counter outlives an acquisition with ttl: as long as the
@@ -58,14 +61,16 @@ func fenceLifetime(ttl, retention time.Duration) time.Duration { return max(ttl,
 // most this long.
 func presenceWindow(cfgCap time.Duration) time.Duration { return 3*cfgCap + time.Second }
 
-// keys are the lock key and its companions, in the order the scripts take them.
-func lockKeys(key string) []string {
-	return []string{key, protocol.FenceKey(key), protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
+// lockKeys are the lock key and its companions, in the order the acquire and release scripts
+// take them, as command arguments (scriptRunner.run).
+func lockKeys(key string) []any {
+	c := protocol.CompanionKeys(key)
+	return []any{key, c[protocol.Fence-1], c[protocol.WaitQueue-1], c[protocol.WaitPresence-1], c[protocol.Levels-1], c[protocol.Ended-1]}
 }
 
 // run sends a script, bounded by ctx whatever the client's options (callBounded); late, if
 // not nil, gets the reply of a script still running when ctx ended.
-func run[T any](ctx context.Context, s *singleStore, script *serverScript, keys []string, args []any,
+func run[T any](ctx context.Context, s *singleStore, script *serverScript, keys, args []any,
 	result func(*redis.Cmd) (T, error), late func(T, error),
 ) (T, error) {
 	return callBounded(ctx, &s.calls, s.direct, func(ctx context.Context) (T, error) {
@@ -75,7 +80,7 @@ func run[T any](ctx context.Context, s *singleStore, script *serverScript, keys 
 
 // runReleasing is run for a call bounded by releaseTimeout (a release, a clean-up): direct
 // where the store has a client for them (releasing).
-func runReleasing[T any](ctx context.Context, s *singleStore, script *serverScript, keys []string, args []any,
+func runReleasing[T any](ctx context.Context, s *singleStore, script *serverScript, keys, args []any,
 	result func(*redis.Cmd) (T, error),
 ) (T, error) {
 	if s.releasing != nil {
@@ -118,16 +123,23 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 		}
 	}
 	beforeStamp, afterStamp, _ := protocol.AroundStamp(v)
-	args := []any{v, req.ttl.Milliseconds(), rand, req.op, entry, s.window.Milliseconds(),
-		fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent, beforeStamp, afterStamp}
-	// An answer that comes after the Obtain gave up may say it took the lock: the Obtain's
-	// clean-up (abandon) may have run before that request did, so it runs again.
-	late := func(reply []any, err error) {
-		if err == nil && len(reply) > 0 && reply[0] == int64(1) {
-			s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
+	var ttlArg, fenceArg any = req.ttl.Milliseconds(), fenceLifetime(req.ttl, s.fenceFor).Milliseconds()
+	if fenceArg == ttlArg {
+		fenceArg = ttlArg // the same number (no retention asked for): boxed once
+	}
+	args := []any{v, ttlArg, rand, req.op, entry, s.windowArg, fenceArg, acquiredEvent, waitingEvent, beforeStamp, afterStamp}
+	var late func([]any, error)
+	if boundedOnGoroutine(ctx, s.direct) {
+		// An answer that comes after the Obtain gave up may say it took the lock: the
+		// Obtain's clean-up (abandon) may have run before that request did, so it runs again.
+		late = func(reply []any, err error) {
+			if err == nil && len(reply) > 0 && reply[0] == int64(1) {
+				s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
+			}
 		}
 	}
-	reply, err := run(ctx, s, scriptAcquire, lockKeys(req.key), args, cmdSlice, late)
+	keys := lockKeys(req.key)
+	reply, err := run(ctx, s, scriptAcquire, keys, args, cmdSlice, late)
 	if err != nil {
 		return acquireResult{}, backendError("acquire", req.key, err)
 	}
@@ -142,7 +154,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	if status == -2 {
 		return acquireResult{}, fmt.Errorf("%w: acquire %q: the server reports this Obtain as ended", ErrBackend, req.key)
 	}
-	res := acquireResult{acquired: status == 1, value: stored, level: req.op, waiters: waiters, position: -1}
+	res := acquireResult{acquired: status == 1, value: stored, level: req.op, waiters: waiters, position: -1, keys: keys}
 	if len(reply) > 5 {
 		res.position, _ = reply[5].(int64)
 	}
@@ -176,7 +188,7 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 	if s.events {
 		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
 	}
-	pttl, err := run(ctx, s, scriptRefresh, []string{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
+	pttl, err := run(ctx, s, scriptRefresh, []any{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
 		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
 	if err != nil {
 		return time.Time{}, backendError("refresh", h.key, err)
@@ -209,7 +221,11 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 		flag = "1"
 	}
 	sent := time.Now()
-	reply, err := runReleasing(ctx, s, scriptRelease, lockKeys(h.key), []any{h.match, h.op, flag, releasedEvent, s.clientID, s.fenceFor.Milliseconds()}, cmdSlice)
+	keys := h.keys
+	if keys == nil {
+		keys = lockKeys(h.key)
+	}
+	reply, err := runReleasing(ctx, s, scriptRelease, keys, []any{h.match, h.op, flag, releasedEvent, s.clientIDArg, s.fenceFor.Milliseconds()}, cmdSlice)
 	if err != nil {
 		return backendError("release", h.key, err)
 	}
@@ -252,7 +268,7 @@ func (s *singleStore) handOver(key, entry, written, tokenText string, waiters in
 }
 
 func (s *singleStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
-	pttl, err := run(ctx, s, scriptPTTL, []string{h.key, protocol.LevelsKey(h.key)}, []any{h.match, h.level()}, cmdInt64, nil)
+	pttl, err := run(ctx, s, scriptPTTL, []any{h.key, protocol.LevelsKey(h.key)}, []any{h.match, h.level()}, cmdInt64, nil)
 	if err != nil {
 		return 0, backendError("pttl", h.key, err)
 	}
@@ -310,7 +326,7 @@ func (s *singleStore) leave(ctx context.Context, key, op, entry, match string, r
 	if reentrant {
 		flag = "1"
 	}
-	keys := []string{key, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
+	keys := []any{key, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key), protocol.EndedKey(key)}
 	return retrying(ctx, func(ctx context.Context) error {
 		if _, err := runReleasing(ctx, s, scriptLeave, keys, []any{op, entry, match, flag}, cmdInt64); err != nil {
 			return backendError("leave queue", key, err)

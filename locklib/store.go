@@ -53,6 +53,7 @@ type hold struct {
 	match     string
 	op        string // the operation id it is recorded under (acquireResult.level)
 	reentrant bool
+	keys      []any // acquireResult.keys
 }
 
 // acquireRequest is one attempt to take a key.
@@ -75,7 +76,7 @@ type acquireRequest struct {
 
 // hold is what the stores need to know of the lock res says this request took.
 func (req acquireRequest) hold(res acquireResult) hold {
-	h := hold{key: req.key, match: res.value, op: res.level, reentrant: req.reentrant}
+	h := hold{key: req.key, match: res.value, op: res.level, reentrant: req.reentrant, keys: res.keys}
 	if req.reentrant {
 		h.match = protocol.BaseOf(res.value)
 	}
@@ -98,6 +99,9 @@ type acquireResult struct {
 	// store has no queue or did not say. Waiters behind the first are woken in turn, so
 	// they poll only at the back-off cap.
 	position int64
+	// keys are the key and its companions as the single store's scripts take them (lockKeys),
+	// derived by the acquire and reused by the release; nil for Redlock.
+	keys []any
 }
 
 // abandoner is implemented by stores that must clean up after an Obtain that gave up: its

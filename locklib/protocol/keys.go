@@ -87,6 +87,35 @@ func CompanionsInSlot(key string) bool {
 	return hasHashTag(key) || !strings.Contains(key, "}")
 }
 
+// CompanionKeys are key's companions in Companion order (Fence to Ended), cut from one
+// string: a caller that needs them all (every locklib script) allocates once, not five times.
+func CompanionKeys(key string) [Ended]string {
+	open, close := "{", "}"
+	if hasHashTag(key) {
+		open, close = "", ""
+	}
+	tagged := len(open) + len(key) + len(close)
+	size := 0
+	for kind := Fence; kind <= Ended; kind++ {
+		size += len(companionPrefixes[kind]) + tagged
+	}
+	var all strings.Builder
+	all.Grow(size)
+	for kind := Fence; kind <= Ended; kind++ {
+		all.WriteString(companionPrefixes[kind])
+		all.WriteString(open)
+		all.WriteString(key)
+		all.WriteString(close)
+	}
+	s := all.String()
+	var keys [Ended]string
+	for kind := Fence; kind <= Ended; kind++ {
+		n := len(companionPrefixes[kind]) + tagged
+		keys[kind-1], s = s[:n], s[n:]
+	}
+	return keys
+}
+
 func companionKey(kind Companion, key string) string {
 	if hasHashTag(key) {
 		return companionPrefixes[kind] + key

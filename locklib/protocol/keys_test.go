@@ -16,6 +16,12 @@ func TestCompanionKeys(t *testing.T) {
 	if got := WaitQueueKey("lock:a"); got != "waitq:{lock:a}" {
 		t.Errorf("WaitQueueKey = %q", got)
 	}
+	for _, key := range []string{"lock:order:1001", "lock:{order}:1001", "lock:{}:x", ""} {
+		want := [Ended]string{FenceKey(key), WaitQueueKey(key), WaitPresenceKey(key), LevelsKey(key), EndedKey(key)}
+		if got := CompanionKeys(key); got != want {
+			t.Errorf("CompanionKeys(%q) = %q, want %q", key, got, want)
+		}
+	}
 }
 
 // TestLockKeyOf: LockKeyOf inverts every companion naming, with the hash-tag rule both ways,

@@ -11,7 +11,8 @@
 -- value already in the key, our level already in the levels set, our release already in the
 -- ended set) instead of applying it again (docs/locklib.md, "Requests that run twice").
 -- Every script also reads each key it may write before its first write (or checks its type,
--- checkTypes): a key of the wrong type fails the script before it changed anything, so a
+-- checkTypes, or reads it with that first write: swapToken): a key of the wrong type fails
+-- the script before it changed anything, so a
 -- script that fails leaves nothing half done. A server out of memory (noeviction) refuses
 -- the writes that may grow memory (SET, SADD, ZADD, LPUSH...) but not DEL, SREM or ZREM: a
 -- script makes its one growing write before its other changes, or makes it best effort
@@ -61,17 +62,23 @@ local function released(done, op)
   return redis.call('ZSCORE', done, op) ~= false
 end
 
--- ended reports whether operation op ended lately, however.
+-- ended reports whether operation op ended lately, however: in one ZMSCORE where the server
+-- has it (6.2; REDIS_VERSION_NUM, set from 7.0, tells), in two ZSCOREs elsewhere.
 local function ended(done, op)
+  if redis.REDIS_VERSION_NUM then
+    local scores = redis.call('ZMSCORE', done, op, op .. '!')
+    return scores[1] ~= false or scores[2] ~= false
+  end
   return released(done, op) or redis.call('ZSCORE', done, op .. '!') ~= false
 end
 
 -- finish records that an operation ended (entry: op or op .. '!'), at ms (the server's
 -- clock in ms: read now when not given). Best effort: the caller's
 -- own change is made first, and a server out of memory refuses this write (it grows a set)
--- without undoing that change.
+-- without undoing that change. A new entry drops the oldest beyond ENDED_MAX (none while
+-- the set is smaller: one command either way, where counting first took two at the cap).
 local function recordEnded(done, entry, ms)
-  if redis.call('ZADD', done, ms, entry) == 1 and redis.call('ZCARD', done) > ENDED_MAX then
+  if redis.call('ZADD', done, ms, entry) == 1 then
     redis.call('ZREMRANGEBYRANK', done, 0, -ENDED_MAX - 1)
   end
   redis.call('PEXPIRE', done, ENDED_MS)
@@ -212,6 +219,22 @@ local function nextToken(fence, fenceTTL, last, us)
     return redis.call('GET', fence)
   end
   redis.call('SET', fence, us, 'PX', fenceTTL)
+  return us
+end
+
+-- swapToken is nextToken for a caller that has not read the counter and writes nothing
+-- before it: the clock's token is written and the counter read in one command (SET ... GET,
+-- Redis 6.2; a counter of another type fails it before it wrote), and when the counter was
+-- at or above the clock it is put back and moved on as nextToken does.
+local function swapToken(fence, fenceTTL, us)
+  if not redis.REDIS_VERSION_NUM then
+    return nextToken(fence, fenceTTL, redis.call('GET', fence), us)
+  end
+  local last = redis.call('SET', fence, us, 'PX', fenceTTL, 'GET')
+  if last and string.match(last, '^%d+$') and #last <= 18 and tonumber(last) >= tonumber(us) then
+    redis.call('SET', fence, last, 'PX', fenceTTL)
+    return nextToken(fence, fenceTTL, last, us)
+  end
   return us
 end
 
