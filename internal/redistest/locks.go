@@ -1,0 +1,87 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+)
+
+// LoadLocks writes n lockscope-format locks (lock:bench:0000000 ...; value
+// worker-<i%64>:-:1764400000123:<i as 16 hex>, TTL 1 h) with pipelined SET ... PX on 4
+// connections: the keyspace of the million-lock benchmarks.
+func LoadLocks(tb testing.TB, c *redis.Client, n int) {
+	tb.Helper()
+	var g errgroup.Group
+	const workers = 4
+	for w := range workers {
+		g.Go(func() error {
+			ctx := context.Background()
+			for start := w * 1000; start < n; start += workers * 1000 {
+				pipe := c.Pipeline()
+				for i := start; i < min(start+1000, n); i++ {
+					pipe.Set(ctx, fmt.Sprintf("lock:bench:%07d", i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// PipelinedFloor is the floor of a census, what the benchmarks compare against: SCAN MATCH
+// pattern COUNT 1000 with pipelined PTTL + GETRANGE 0 4095 per page (PTTL only without
+// values) and two pages in flight, nothing decoded or kept. It returns the keys read.
+func PipelinedFloor(ctx context.Context, c *redis.Client, pattern string, values bool) (int, error) {
+	pages := make(chan []string, 1)
+	var count atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for keys := range pages {
+				pipe := c.Pipeline()
+				for _, k := range keys {
+					pipe.PTTL(ctx, k)
+					if values {
+						pipe.GetRange(ctx, k, 0, 4095)
+					}
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					failed.Store(&err)
+					continue // drain the pages, so the SCAN loop does not block
+				}
+				count.Add(int64(len(keys)))
+			}
+		})
+	}
+	var cursor uint64
+	var err error
+	for {
+		var keys []string
+		keys, cursor, err = c.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			break
+		}
+		pages <- keys
+		if cursor == 0 {
+			break
+		}
+	}
+	close(pages)
+	wg.Wait()
+	if e := failed.Load(); e != nil && err == nil {
+		err = *e
+	}
+	return int(count.Load()), err
+}
