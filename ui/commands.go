@@ -60,19 +60,19 @@ func tick() tea.Cmd {
 }
 
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
-func buildViewCmd(snap []*scanner.Lock, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
+func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
 	return func() tea.Msg {
 		idx := buildView(snap, q, now, stuckAfter)
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
 	}
 }
 
-func indexOfKey(rows []*scanner.Lock, key string) int {
+func indexOfKey(rows []*lockRow, key string) int {
 	if key == "" {
 		return -1
 	}
-	for i, l := range rows {
-		if l.Key == key {
+	for i, r := range rows {
+		if r.key == key {
 			return i
 		}
 	}

@@ -145,11 +145,18 @@ func keyMsgs(k string) []tea.KeyPressMsg {
 	return out
 }
 
+// rowsOf are the console's rows of locks.
+func rowsOf(locks []*scanner.Lock) []*lockRow {
+	s := newLockSet()
+	s.apply(derefAll(locks), 1)
+	return s.snapshot()
+}
+
 // visibleKeys lists the keys of the view index in order.
 func visibleKeys(m *Model) []string {
 	keys := make([]string, len(m.view.rows))
 	for i, l := range m.view.rows {
-		keys[i] = l.Key
+		keys[i] = l.key
 	}
 	return keys
 }

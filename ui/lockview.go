@@ -25,33 +25,31 @@ type lockCounts struct {
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
 // data or query change (off the update loop for large sets) and only sliced per frame.
 type viewIndex struct {
-	rows   []*scanner.Lock
+	rows   []*lockRow
 	counts lockCounts
 }
 
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
-func buildView(all []*scanner.Lock, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
+func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
 	var v viewIndex
 	v.counts.total = len(all)
-	rows := all
-	if !q.filter.empty() {
-		rows = make([]*scanner.Lock, 0, len(all)/4)
-	}
-	for _, l := range all {
+	rank := present.NewRanking[*lockRow](q.sort, q.desc, 0)
+	var l scanner.Lock // each row's record in turn, for the checks that take one
+	for _, r := range all {
+		r.fill(&l)
 		switch {
 		case l.NoExpiry:
 			v.counts.noExpiry++
 		case l.RemainingAt(now) <= expiringSoon:
 			v.counts.soon++
 		}
-		if present.Stuck(l, now, stuckAfter) {
+		if present.Stuck(&l, now, stuckAfter) {
 			v.counts.stuck++
 		}
-		if !q.filter.empty() && q.filter.match(l.Key, l.Node, l.Trace) {
-			rows = append(rows, l)
+		if q.filter.match(l.Key, l.Node, l.Trace) {
+			rank.Add(&l, r)
 		}
 	}
-	present.SortLocks(rows, q.sort, q.desc)
-	v.rows = rows
+	v.rows = rank.Rows()
 	return v
 }

@@ -350,7 +350,7 @@ func (m *Model) selected() *scanner.Lock {
 		return l
 	}
 	if m.table.cursor < len(m.view.rows) {
-		return m.view.rows[m.table.cursor]
+		return m.view.rows[m.table.cursor].lock()
 	}
 	return nil
 }
