@@ -43,6 +43,9 @@ func runTUI(ctx context.Context, opts *tuiOptions) error {
 		return err
 	}
 	defer t.Close()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go followLiveHeap(ctx)
 	err = ui.Run(ctx, ui.Options{
 		Target:     t,
 		Scanner:    opts.Conn.scanner(t),
