@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,21 +63,18 @@ func tick() tea.Cmd {
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
 func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
 	return func() tea.Msg {
-		idx := buildView(snap, q, now, stuckAfter)
+		rank, counts := rankRows(snap, q, now, stuckAfter)
+		snap = nil // passes may replace these rows while the keys are sorted: let them go
+		idx := viewIndex{rows: rank.Rows(), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
 	}
 }
 
-func indexOfKey(rows []*lockRow, key string) int {
+func indexOfKey(rows []string, key string) int {
 	if key == "" {
 		return -1
 	}
-	for i, r := range rows {
-		if r.key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(rows, key)
 }
 
 // releaseCmd force-releases seen.Key only if it still holds the value the operator saw.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,20 +146,9 @@ func keyMsgs(k string) []tea.KeyPressMsg {
 	return out
 }
 
-// rowsOf are the console's rows of locks.
-func rowsOf(locks []*scanner.Lock) []*lockRow {
-	s := newLockSet()
-	s.apply(derefAll(locks), 1)
-	return s.snapshot()
-}
-
 // visibleKeys lists the keys of the view index in order.
 func visibleKeys(m *Model) []string {
-	keys := make([]string, len(m.view.rows))
-	for i, l := range m.view.rows {
-		keys[i] = l.key
-	}
-	return keys
+	return slices.Clone(m.view.rows)
 }
 
 // selectKey moves the cursor to key.

@@ -23,17 +23,26 @@ type lockCounts struct {
 }
 
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
-// data or query change (off the update loop for large sets) and only sliced per frame.
+// data or query change (off the update loop for large sets) and only sliced per frame. It holds
+// keys, not rows: the table looks each visible row up in the census, and a view that held rows
+// would keep a whole older generation of them alive while passes replace them.
 type viewIndex struct {
-	rows   []*lockRow
+	rows   []string
 	counts lockCounts
 }
 
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
 func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
+	rank, counts := rankRows(all, q, now, stuckAfter)
+	return viewIndex{rows: rank.Rows(), counts: counts}
+}
+
+// rankRows counts the census and ranks the keys of the rows the filter lets through; the
+// rows themselves are not needed after it.
+func rankRows(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) (*present.Ranking[string], lockCounts) {
 	var v viewIndex
 	v.counts.total = len(all)
-	rank := present.NewRanking[*lockRow](q.sort, q.desc, 0)
+	rank := present.NewRanking[string](q.sort, q.desc, 0)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
 	for _, r := range all {
 		r.fill(&l)
@@ -47,9 +56,8 @@ func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Durat
 			v.counts.stuck++
 		}
 		if q.filter.match(l.Key, l.Node, l.Trace) {
-			rank.Add(&l, r)
+			rank.Add(&l, r.key)
 		}
 	}
-	v.rows = rank.Rows()
-	return v
+	return rank, v.counts
 }

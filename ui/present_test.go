@@ -19,12 +19,14 @@ import (
 // age, TTL and flags as cli's TestLsTableAgreesWithTUI finds in `ls`.
 func TestTableAgreesWithCLI(t *testing.T) {
 	for sort, order := range presenttest.Orders {
-		v := buildView(rowsOf(presenttest.Locks()), viewQuery{filter: newMatcher(""), sort: sort}, presenttest.Now, presenttest.StuckAfter)
+		set := newLockSet()
+		set.apply(derefAll(presenttest.Locks()), 1)
+		v := buildView(set.snapshot(), viewQuery{filter: newMatcher(""), sort: sort}, presenttest.Now, presenttest.StuckAfter)
 		rc := rowContext{now: presenttest.Now, stuckAfter: presenttest.StuckAfter,
 			span: func(string) time.Duration { return 0 }, st: monoStyles()}
 		locks := make([]*scanner.Lock, len(v.rows))
-		for i, r := range v.rows {
-			locks[i] = r.lock()
+		for i, key := range v.rows {
+			locks[i] = set.get(key)
 		}
 		cols := layoutColumns(200, locks)
 		var keys []string

@@ -237,3 +237,19 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestTableShowsARemovedKeyAsGone: the view index holds keys, so a key that left the census
+// after the index was built is drawn from no record at all: as gone, not as the record it had.
+func TestTableShowsARemovedKeyAsGone(t *testing.T) {
+	s := newLockSet()
+	s.apply([]scanner.Lock{{Key: "lock:kept", Node: "node-kept", Value: "node-kept:-:1:ff", TTL: time.Minute, FetchedAt: t0},
+		{Key: "lock:removed", Node: "node-removed", Value: "node-removed:-:1:ff", TTL: time.Minute, FetchedAt: t0}}, 1)
+	v := buildView(s.snapshot(), viewQuery{}, t0, time.Hour)
+	s.remove("lock:removed")
+	tbl := lockTable{height: 5}
+	rc := rowContext{now: t0, span: s.span, st: monoStyles()}
+	out := ansi.Strip(tbl.view(v.rows, s.get, 120, viewQuery{}, rc))
+	if !strings.Contains(out, "node-kept") || !strings.Contains(out, "lock:removed") || strings.Contains(out, "node-removed") {
+		t.Fatalf("table:\n%s", out)
+	}
+}
