@@ -65,6 +65,9 @@ func runTUI(ctx context.Context, opts *tuiOptions) error {
 		return err
 	}
 	defer t.Close()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go followLiveHeap(ctx)
 	err = ui.Run(ctx, ui.Options{
 		Target:     t,
 		Scanner:    scanner.New(t, scanner.Options{Pattern: opts.Conn.Pattern, ScanBudget: opts.ScanBudget}),

@@ -23,7 +23,7 @@ import (
 
 // tuiSession is one lockscope console running in a private tmux server.
 type tuiSession struct {
-	t    *testing.T
+	t    testing.TB
 	sock string
 }
 
@@ -33,10 +33,15 @@ var tmuxSeq atomic.Int64
 // on screen ("EXITED <code>") when the program ends, for the assertions and for diagnosis.
 func startTUI(t *testing.T, args ...string) *tuiSession {
 	t.Helper()
+	return startConsole(t, cliBinary(t), args...)
+}
+
+// startConsole runs the lockscope binary bin as startTUI does.
+func startConsole(t testing.TB, bin string, args ...string) *tuiSession {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not on PATH (apt-get install tmux)")
 	}
-	bin := cliBinary(t)
 	s := &tuiSession{t: t, sock: fmt.Sprintf("lockscope-tui-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
 	quoted := []string{shellQuote(bin)}
 	for _, a := range args {

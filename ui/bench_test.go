@@ -55,14 +55,36 @@ func BenchmarkViewMillionLocks(b *testing.B) {
 	}
 }
 
-// BenchmarkKeyPressMillionLocks is one cursor move plus the frame after it.
+// BenchmarkKeyPressMillionLocks is one key press through Update plus the frame after it, for
+// each kind of key: moving, paging, jumping to the end, a sort (each press reverses it; the
+// rebuild it asks for runs in a command, as in the program), the filter prompt, typing in it,
+// and the detail pane.
 func BenchmarkKeyPressMillionLocks(b *testing.B) {
-	m := loadedModel(b, 1_000_000, viewQuery{})
-	down := tea.KeyPressMsg{Code: tea.KeyDown}
-	b.ReportAllocs()
-	for b.Loop() {
-		m.Update(down)
-		_ = m.View()
+	for _, bc := range []struct {
+		name string
+		keys []string // pressed in turn, one per iteration (keyMsgs names)
+		pre  string   // pressed once before timing
+	}{
+		{name: "down", keys: []string{"down"}},
+		{name: "pgdown", keys: []string{"space"}},
+		{name: "end-home", keys: []string{"G", "g"}},
+		{name: "sort", keys: []string{"T", "H", "A", "K"}},
+		{name: "filter-typing", pre: "/", keys: []string{"4", "backspace"}},
+		{name: "detail", keys: []string{"enter"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := loadedModel(b, 1_000_000, viewQuery{})
+			if bc.pre != "" {
+				typeKeys(m, bc.pre)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				typeKeys(m, bc.keys[i%len(bc.keys)])
+				_ = m.View()
+				i++
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,23 +61,20 @@ func tick() tea.Cmd {
 }
 
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
-func buildViewCmd(snap []*scanner.Lock, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
+func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
 	return func() tea.Msg {
-		idx := buildView(snap, q, now, stuckAfter)
+		rank, counts := rankRows(snap, q, now, stuckAfter)
+		snap = nil // passes may replace these rows while the keys are sorted: let them go
+		idx := viewIndex{rows: rank.Rows(), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
 	}
 }
 
-func indexOfKey(rows []*scanner.Lock, key string) int {
+func indexOfKey(rows []string, key string) int {
 	if key == "" {
 		return -1
 	}
-	for i, l := range rows {
-		if l.Key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(rows, key)
 }
 
 // releaseCmd force-releases seen.Key only if it still holds the value the operator saw.

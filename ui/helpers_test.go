@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,11 +148,7 @@ func keyMsgs(k string) []tea.KeyPressMsg {
 
 // visibleKeys lists the keys of the view index in order.
 func visibleKeys(m *Model) []string {
-	keys := make([]string, len(m.view.rows))
-	for i, l := range m.view.rows {
-		keys[i] = l.Key
-	}
-	return keys
+	return slices.Clone(m.view.rows)
 }
 
 // selectKey moves the cursor to key.

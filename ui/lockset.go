@@ -1,32 +1,87 @@
 package ui
 
 import (
-	"slices"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// lockSet is the census as the scanner delivered it: the newest record of every key, and the
-// pass that last saw it. It is a slice plus a position map, so one batch costs O(batch), a pass
-// end costs one sweep, and a snapshot for the view index is one copy of pointers.
-// Records are never changed in place (a newer record replaces the pointer), so a snapshot can
-// be read by a command while Update goes on applying batches.
+// lockSet is the census as the scanner delivered it: the newest row of every key, and the
+// pass that last saw it. It is a slice plus a position index, so one batch costs O(batch), a
+// pass end costs one sweep, and a snapshot for the view index is one copy of pointers.
+// Rows are never changed once built (a newer record makes a new row), so a snapshot can be
+// read by a command while Update goes on applying batches.
 type lockSet struct {
-	locks []*scanner.Lock
-	gens  []uint64        // gens[i]: the last pass that saw locks[i]
-	spans []time.Duration // spans[i]: the longest TTL seen for locks[i]'s current holder
-	pos   map[string]int
+	rows    []*lockRow
+	pos     keyIndex
+	kinds   map[rowKind]*rowKind
+	fetched *time.Time // the newest FetchedAt: the rows of one pass share it
 }
 
-func newLockSet() lockSet { return lockSet{pos: map[string]int{}} }
+// lockRow is the console's copy of one scanner.Lock, about half its size and in an
+// allocation of its own. Keeping the scanner's records themselves kept each batch's whole
+// array alive as long as one of its records was in the set or in a view index, which at a
+// million locks meant up to two passes of 232-byte records at once. lock gives the record
+// back, field for field.
+type lockRow struct {
+	key, value string
+	kind       *rowKind
+	fetched    *time.Time
+	acquired   int64         // AcquiredAt in unix ns, when rowAcquired is set
+	ttl        time.Duration // as read
+	span       time.Duration // the longest TTL seen for this holder (see lockSet.span)
+	fence      int64
+	reentry    int
+	waiters    int
+	rare       *rareFields // nil unless the record has fields the compact form does not hold
+	gen        uint32      // the last pass that saw the key (passes count from 1, one per second at most)
+	// Node and Trace are value[nodeAt:nodeAt+nodeLen] and value[traceAt:traceAt+traceLen]
+	// (the decoders cut them out of the value) unless rare says otherwise.
+	nodeAt, nodeLen, traceAt, traceLen uint16
+	flags                              rowFlags
+}
 
-func (s *lockSet) len() int { return len(s.locks) }
+// rowKind is what a whole census has only a few distinct values of.
+type rowKind struct {
+	format scanner.Format
+	typ    string
+	addr   string
+}
+
+// rareFields are the fields most locks do not have: redisson's owners, a Redlock quorum, a
+// holder or trace that is not a part of the value, an acquisition time that unix
+// nanoseconds do not give back exactly.
+type rareFields struct {
+	owners      []scanner.Owner
+	quorum      *scanner.Quorum
+	node, trace string
+	ownText     bool // node and trace are here, not in the value
+	acquiredAt  time.Time
+}
+
+type rowFlags uint8
+
+const (
+	rowNoExpiry rowFlags = 1 << iota
+	rowHasFence
+	rowHasWaiters
+	rowTruncated
+	rowAcquired    // acquired holds AcquiredAt
+	rowAcquiredUTC // in UTC rather than local time
+)
+
+func newLockSet() lockSet {
+	return lockSet{pos: newKeyIndex(), kinds: map[rowKind]*rowKind{}}
+}
+
+func (s *lockSet) len() int { return len(s.rows) }
 
 // get is the newest record of key, or nil.
 func (s *lockSet) get(key string) *scanner.Lock {
-	if i, ok := s.pos[key]; ok {
-		return s.locks[i]
+	if i, ok := s.pos.find(key, s.rows); ok {
+		return s.rows[i].lock()
 	}
 	return nil
 }
@@ -35,8 +90,8 @@ func (s *lockSet) get(key string) *scanner.Lock {
 // was taken with, so this high-water mark (reached again at every watchdog renewal) is the
 // measure the TTL bar draws the remaining time against.
 func (s *lockSet) span(key string) time.Duration {
-	if i, ok := s.pos[key]; ok {
-		return s.spans[i]
+	if i, ok := s.pos.find(key, s.rows); ok {
+		return s.rows[i].span
 	}
 	return 0
 }
@@ -49,53 +104,156 @@ func (s *lockSet) apply(batch []scanner.Lock, gen uint64) {
 			s.remove(l.Key)
 			continue
 		}
-		if at, ok := s.pos[l.Key]; ok {
-			if s.locks[at].Value == l.Value {
-				s.spans[at] = max(s.spans[at], l.TTL)
-			} else {
-				s.spans[at] = l.TTL // a new holder: a new lifetime
-			}
-			s.locks[at] = l
-			s.gens[at] = max(s.gens[at], gen)
+		at, ok := s.pos.find(l.Key, s.rows)
+		if !ok {
+			s.rows = append(s.rows, s.newRow(l, nil, gen))
+			s.pos.set(l.Key, len(s.rows)-1, s.rows)
 			continue
 		}
-		s.pos[l.Key] = len(s.locks)
-		s.locks = append(s.locks, l)
-		s.gens = append(s.gens, gen)
-		s.spans = append(s.spans, l.TTL)
+		s.rows[at] = s.newRow(l, s.rows[at], gen)
+	}
+}
+
+// newRow is l's row, replacing old (nil for a new key): the strings old already has are kept
+// (the batch's copies are left to the collector at once), and so are its TTL high-water mark
+// and its pass while the holder has not changed.
+func (s *lockSet) newRow(l *scanner.Lock, old *lockRow, gen uint64) *lockRow {
+	r := &lockRow{key: l.Key, value: l.Value, ttl: l.TTL, span: l.TTL, fence: l.Fence, reentry: l.Reentry,
+		waiters: l.Waiters, gen: uint32(min(gen, math.MaxUint32))}
+	if old != nil {
+		r.key, r.gen = old.key, max(r.gen, old.gen)
+		if old.value == l.Value {
+			r.value, r.span = old.value, max(old.span, l.TTL)
+		}
+	}
+	kind := rowKind{format: l.Format, typ: l.Type, addr: l.Addr}
+	if r.kind = s.kinds[kind]; r.kind == nil {
+		r.kind = &kind
+		s.kinds[kind] = r.kind
+	}
+	if s.fetched == nil || *s.fetched != l.FetchedAt {
+		at := l.FetchedAt
+		s.fetched = &at
+	}
+	r.fetched = s.fetched
+	for _, f := range []struct {
+		on   bool
+		flag rowFlags
+	}{{l.NoExpiry, rowNoExpiry}, {l.HasFence, rowHasFence}, {l.HasWaiters, rowHasWaiters}, {l.Truncated, rowTruncated}} {
+		if f.on {
+			r.flags |= f.flag
+		}
+	}
+	var acquiredAt time.Time // when unix nanoseconds do not give it back exactly
+	if !l.AcquiredAt.IsZero() {
+		ns := l.AcquiredAt.UnixNano()
+		switch at := time.Unix(0, ns); l.AcquiredAt {
+		case at: // decoded values are local times
+			r.acquired, r.flags = ns, r.flags|rowAcquired
+		case at.UTC():
+			r.acquired, r.flags = ns, r.flags|rowAcquired|rowAcquiredUTC
+		default:
+			acquiredAt = l.AcquiredAt
+		}
+	}
+	var nodeOK, traceOK bool
+	r.nodeAt, r.nodeLen, nodeOK = partOf(r.value, l.Node)
+	r.traceAt, r.traceLen, traceOK = partOf(r.value, l.Trace)
+	ownText := !nodeOK || !traceOK
+	if ownText || l.Owners != nil || l.Quorum != nil || !acquiredAt.IsZero() {
+		r.rare = &rareFields{owners: l.Owners, quorum: l.Quorum, acquiredAt: acquiredAt, ownText: ownText}
+		if ownText {
+			r.rare.node, r.rare.trace = l.Node, l.Trace
+		}
+	}
+	return r
+}
+
+// partOf finds part in value, as offsets that fit a row.
+func partOf(value, part string) (at, n uint16, ok bool) {
+	if part == "" {
+		return 0, 0, true
+	}
+	i := strings.Index(value, part)
+	if i < 0 || i+len(part) > math.MaxUint16 {
+		return 0, 0, false
+	}
+	return uint16(i), uint16(len(part)), true
+}
+
+func (r *lockRow) node() string {
+	if r.rare != nil && r.rare.ownText {
+		return r.rare.node
+	}
+	return r.value[r.nodeAt : r.nodeAt+r.nodeLen]
+}
+
+func (r *lockRow) trace() string {
+	if r.rare != nil && r.rare.ownText {
+		return r.rare.trace
+	}
+	return r.value[r.traceAt : r.traceAt+r.traceLen]
+}
+
+// lock is the record r was built from.
+func (r *lockRow) lock() *scanner.Lock {
+	l := new(scanner.Lock)
+	r.fill(l)
+	return l
+}
+
+// fill writes the record r was built from into l: a scratch record for the checks that take
+// one, without an allocation per row.
+func (r *lockRow) fill(l *scanner.Lock) {
+	*l = scanner.Lock{Key: r.key, Format: r.kind.format, Type: r.kind.typ, Addr: r.kind.addr,
+		Node: r.node(), Trace: r.trace(), Reentry: r.reentry, TTL: r.ttl, FetchedAt: *r.fetched,
+		Fence: r.fence, Waiters: r.waiters, Value: r.value,
+		NoExpiry: r.flags&rowNoExpiry != 0, HasFence: r.flags&rowHasFence != 0,
+		HasWaiters: r.flags&rowHasWaiters != 0, Truncated: r.flags&rowTruncated != 0}
+	if r.flags&rowAcquired != 0 {
+		l.AcquiredAt = time.Unix(0, r.acquired)
+		if r.flags&rowAcquiredUTC != 0 {
+			l.AcquiredAt = l.AcquiredAt.UTC()
+		}
+	}
+	if r.rare != nil {
+		l.Owners, l.Quorum = r.rare.owners, r.rare.quorum
+		if !r.rare.acquiredAt.IsZero() {
+			l.AcquiredAt = r.rare.acquiredAt
+		}
 	}
 }
 
 // remove drops key (swap with the last element: O(1)).
 func (s *lockSet) remove(key string) {
-	at, ok := s.pos[key]
+	at, ok := s.pos.find(key, s.rows)
 	if !ok {
 		return
 	}
-	last := len(s.locks) - 1
+	s.pos.delete(key, s.rows)
+	last := len(s.rows) - 1
 	if at != last {
-		s.locks[at], s.gens[at], s.spans[at] = s.locks[last], s.gens[last], s.spans[last]
-		s.pos[s.locks[at].Key] = at
+		s.rows[at] = s.rows[last]
+		s.pos.set(s.rows[at].key, at, s.rows)
 	}
-	s.locks[last] = nil
-	s.locks, s.gens, s.spans = s.locks[:last], s.gens[:last], s.spans[:last]
-	delete(s.pos, key)
+	s.rows[last] = nil
+	s.rows = s.rows[:last]
 }
 
 // prune drops every key that pass gen did not see (the pass is complete, so they are gone)
 // and returns how many it dropped.
 func (s *lockSet) prune(gen uint64) int {
 	dropped := 0
-	for i := 0; i < len(s.locks); {
-		if s.gens[i] >= gen {
+	for i := 0; i < len(s.rows); {
+		if uint64(s.rows[i].gen) >= gen {
 			i++
 			continue
 		}
-		s.remove(s.locks[i].Key) // moves the last element to i: look at i again
+		s.remove(s.rows[i].key) // moves the last element to i: look at i again
 		dropped++
 	}
 	return dropped
 }
 
-// snapshot is a copy of the record pointers for a view index built off the update loop.
-func (s *lockSet) snapshot() []*scanner.Lock { return slices.Clone(s.locks) }
+// snapshot is a copy of the row pointers for a view index built off the update loop.
+func (s *lockSet) snapshot() []*lockRow { return append([]*lockRow(nil), s.rows...) }

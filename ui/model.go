@@ -347,18 +347,13 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	return m.requestView()
 }
 
-// selected is the newest record of the selected lock, or nil.
+// selected is the newest record of the selected lock, or nil (also when it left the census
+// and the view index does not know yet).
 func (m *Model) selected() *scanner.Lock {
 	if m.table.selKey == "" {
 		return nil
 	}
-	if l := m.locks.get(m.table.selKey); l != nil {
-		return l
-	}
-	if m.table.cursor < len(m.view.rows) {
-		return m.view.rows[m.table.cursor]
-	}
-	return nil
+	return m.locks.get(m.table.selKey)
 }
 
 func (m *Model) setNotice(text string, bad bool) {

@@ -108,8 +108,8 @@ func TestSelectionFollowsKeyAcrossSort(t *testing.T) {
 	m, _ := newTestModel(t, 120, 30)
 	selectKey(t, m, "lock:pay:55")
 	typeKeys(m, "T")
-	if m.table.selKey != "lock:pay:55" || m.view.rows[m.table.cursor].Key != "lock:pay:55" {
-		t.Fatalf("selection moved to %q", m.view.rows[m.table.cursor].Key)
+	if m.table.selKey != "lock:pay:55" || m.view.rows[m.table.cursor] != "lock:pay:55" {
+		t.Fatalf("selection moved to %q", m.view.rows[m.table.cursor])
 	}
 }
 

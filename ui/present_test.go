@@ -12,18 +12,25 @@ import (
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/present/presenttest"
+	"github.com/lockscope/lockscope/scanner"
 )
 
 // TestTableAgreesWithCLI renders the shared fixture in the lock table: the same order, holder,
 // age, TTL and flags as cli's TestLsTableAgreesWithTUI finds in `ls`.
 func TestTableAgreesWithCLI(t *testing.T) {
 	for sort, order := range presenttest.Orders {
-		v := buildView(presenttest.Locks(), viewQuery{filter: newMatcher(""), sort: sort}, presenttest.Now, presenttest.StuckAfter)
+		set := newLockSet()
+		set.apply(derefAll(presenttest.Locks()), 1)
+		v := buildView(set.snapshot(), viewQuery{filter: newMatcher(""), sort: sort}, presenttest.Now, presenttest.StuckAfter)
 		rc := rowContext{now: presenttest.Now, stuckAfter: presenttest.StuckAfter,
 			span: func(string) time.Duration { return 0 }, st: monoStyles()}
-		cols := layoutColumns(200, v.rows)
+		locks := make([]*scanner.Lock, len(v.rows))
+		for i, key := range v.rows {
+			locks[i] = set.get(key)
+		}
+		cols := layoutColumns(200, locks)
 		var keys []string
-		for _, l := range v.rows {
+		for _, l := range locks {
 			keys = append(keys, l.Key)
 			row := []rune(ansi.Strip(cols.row(l, false, rc)))
 			flags, f := string(row[:2]), strings.Fields(string(row[2:]))

@@ -31,25 +31,25 @@ type rowContext struct {
 }
 
 // setHeight sets the number of visible rows and keeps the cursor on screen.
-func (t *lockTable) setHeight(h int, rows []*scanner.Lock) {
+func (t *lockTable) setHeight(h int, rows []string) {
 	t.height = max(h, 0)
 	t.clamp(rows)
 }
 
 // moveBy moves the cursor n rows (negative: up).
-func (t *lockTable) moveBy(n int, rows []*scanner.Lock) {
+func (t *lockTable) moveBy(n int, rows []string) {
 	t.cursor += n
 	t.clamp(rows)
 }
 
 // moveTo puts the cursor on row i.
-func (t *lockTable) moveTo(i int, rows []*scanner.Lock) {
+func (t *lockTable) moveTo(i int, rows []string) {
 	t.cursor = i
 	t.clamp(rows)
 }
 
 // scrollBy moves the window (mouse wheel), dragging the cursor along when it would leave it.
-func (t *lockTable) scrollBy(n int, rows []*scanner.Lock) {
+func (t *lockTable) scrollBy(n int, rows []string) {
 	t.offset = min(max(t.offset+n, 0), max(len(rows)-t.height, 0))
 	if t.cursor < t.offset {
 		t.cursor = t.offset
@@ -62,7 +62,7 @@ func (t *lockTable) scrollBy(n int, rows []*scanner.Lock) {
 
 // follow re-finds the selected key after a rebuild: at index i when known, else it keeps the
 // cursor position.
-func (t *lockTable) follow(i int, rows []*scanner.Lock) {
+func (t *lockTable) follow(i int, rows []string) {
 	if i >= 0 {
 		t.cursor = i
 	}
@@ -70,7 +70,7 @@ func (t *lockTable) follow(i int, rows []*scanner.Lock) {
 }
 
 // clamp keeps cursor and window inside the rows and the cursor inside the window.
-func (t *lockTable) clamp(rows []*scanner.Lock) {
+func (t *lockTable) clamp(rows []string) {
 	n := len(rows)
 	t.cursor = min(max(t.cursor, 0), max(n-1, 0))
 	if t.height > 0 {
@@ -86,11 +86,11 @@ func (t *lockTable) clamp(rows []*scanner.Lock) {
 		t.selKey = ""
 		return
 	}
-	t.selKey = rows[t.cursor].Key
+	t.selKey = rows[t.cursor]
 }
 
 // visible is the window of rows on screen.
-func (t lockTable) visible(rows []*scanner.Lock) []*scanner.Lock {
+func (t lockTable) visible(rows []string) []string {
 	end := min(t.offset+t.height, len(rows))
 	if t.offset >= end {
 		return nil
@@ -350,15 +350,14 @@ func waitersOf(l *scanner.Lock, fromEvents map[string]int) (int, bool) {
 }
 
 // view renders the header and the visible rows, looking each row's newest record up by key
-// (the index may be a rebuild behind the census).
-func (t lockTable) view(rows []*scanner.Lock, latest func(string) *scanner.Lock, width int, q viewQuery, rc rowContext) string {
+// (the index may be a rebuild behind the census: a key removed since shows as gone).
+func (t lockTable) view(rows []string, latest func(string) *scanner.Lock, width int, q viewQuery, rc rowContext) string {
 	vis := t.visible(rows)
 	fresh := make([]*scanner.Lock, len(vis))
-	for i, l := range vis {
-		if n := latest(l.Key); n != nil {
-			l = n
+	for i, key := range vis {
+		if fresh[i] = latest(key); fresh[i] == nil {
+			fresh[i] = &scanner.Lock{Key: key, Gone: true}
 		}
-		fresh[i] = l
 	}
 	cols := layoutColumns(width, fresh)
 	lines := make([]string, 0, t.height+1)

@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"math/rand/v2"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present/presenttest"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -60,6 +64,71 @@ func TestBarGlyphs(t *testing.T) {
 	}
 }
 
+// TestLockRowKeepsTheRecord: a row gives back the record it was built from, field for field,
+// for the common lock and for the ones with rare fields (redisson owners, a Redlock quorum, a
+// holder that is not part of the value, an acquisition time in another location).
+func TestLockRowKeepsTheRecord(t *testing.T) {
+	quorum := &scanner.Quorum{Instances: []scanner.Instance{{Addr: "a:1", Value: "v", Present: true}}, Agree: 1, Needed: 1, Total: 1, Reached: true}
+	fetched := time.Now() // with a monotonic reading
+	locks := []scanner.Lock{
+		{Key: "lock:plain", Format: scanner.FormatLockscope, Type: "string", Node: "api-1", Trace: "req-9",
+			AcquiredAt: time.UnixMilli(1764400000123), TTL: 5 * time.Second, FetchedAt: fetched, Fence: 7, HasFence: true,
+			Waiters: 2, HasWaiters: true, Reentry: 3, Value: "api-1:req-9:1764400000123:00000000000000ff:3", Addr: "127.0.0.1:6379"},
+		{Key: "lock:redlock", Format: scanner.FormatRedsync, Value: "v", NoExpiry: true, Truncated: true, Quorum: quorum, FetchedAt: fetched},
+		{Key: "lock:other", Node: "not-in-value", Value: "x", AcquiredAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), FetchedAt: fetched},
+	}
+	for _, l := range append(locks, derefAll(presenttest.Locks())...) {
+		s := newLockSet()
+		s.apply([]scanner.Lock{l}, 1)
+		if got := s.get(l.Key); !reflect.DeepEqual(*got, l) {
+			t.Errorf("%s: the row gives back\n%+v\nwant\n%+v", l.Key, *got, l)
+		}
+	}
+}
+
+func derefAll(locks []*scanner.Lock) []scanner.Lock {
+	out := make([]scanner.Lock, len(locks))
+	for i, l := range locks {
+		out[i] = *l
+	}
+	return out
+}
+
+// TestLockSetIndexAgreesWithAMap adds and removes keys at random, many enough for the index to
+// grow and for removals to move entries back along their probe runs, and checks after every
+// step that every key is found where it is and that removed keys are not found.
+func TestLockSetIndexAgreesWithAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := newLockSet()
+	want := map[string]bool{}
+	for step := range 20000 {
+		key := "k" + strconv.Itoa(rng.IntN(3000))
+		if rng.IntN(3) == 0 {
+			s.remove(key)
+			delete(want, key)
+		} else {
+			s.apply([]scanner.Lock{{Key: key}}, 1)
+			want[key] = true
+		}
+		if step%500 != 0 {
+			continue
+		}
+		if s.len() != len(want) {
+			t.Fatalf("step %d: %d rows, want %d", step, s.len(), len(want))
+		}
+		for i, r := range s.rows {
+			if at, ok := s.pos.find(r.key, s.rows); !ok || at != i || !want[r.key] {
+				t.Fatalf("step %d: %s at %d found at %d (%v)", step, r.key, i, at, ok)
+			}
+		}
+		for k := range 3000 {
+			if key := "k" + strconv.Itoa(k); !want[key] && s.get(key) != nil {
+				t.Fatalf("step %d: removed %s still found", step, key)
+			}
+		}
+	}
+}
+
 func TestLockSetApplyRemovePrune(t *testing.T) {
 	s := newLockSet()
 	s.apply([]scanner.Lock{{Key: "a", Value: "1", TTL: 10 * time.Second}, {Key: "b"}, {Key: "c"}}, 1)
@@ -78,9 +147,9 @@ func TestLockSetApplyRemovePrune(t *testing.T) {
 	if s.get("a") != nil || s.get("c") == nil || s.len() != 1 || s.span("c") != 0 {
 		t.Fatal("remove broke the set")
 	}
-	for k, i := range s.pos {
-		if s.locks[i].Key != k {
-			t.Fatalf("position map out of sync at %s", k)
+	for i, r := range s.rows {
+		if at, ok := s.pos.find(r.key, s.rows); !ok || at != i {
+			t.Fatalf("position index out of sync at %s: %d, %v", r.key, at, ok)
 		}
 	}
 }
@@ -167,4 +236,20 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("raw escape in %q", line)
 		}
 	})
+}
+
+// TestTableShowsARemovedKeyAsGone: the view index holds keys, so a key that left the census
+// after the index was built is drawn from no record at all: as gone, not as the record it had.
+func TestTableShowsARemovedKeyAsGone(t *testing.T) {
+	s := newLockSet()
+	s.apply([]scanner.Lock{{Key: "lock:kept", Node: "node-kept", Value: "node-kept:-:1:ff", TTL: time.Minute, FetchedAt: t0},
+		{Key: "lock:removed", Node: "node-removed", Value: "node-removed:-:1:ff", TTL: time.Minute, FetchedAt: t0}}, 1)
+	v := buildView(s.snapshot(), viewQuery{}, t0, time.Hour)
+	s.remove("lock:removed")
+	tbl := lockTable{height: 5}
+	rc := rowContext{now: t0, span: s.span, st: monoStyles()}
+	out := ansi.Strip(tbl.view(v.rows, s.get, 120, viewQuery{}, rc))
+	if !strings.Contains(out, "node-kept") || !strings.Contains(out, "lock:removed") || strings.Contains(out, "node-removed") {
+		t.Fatalf("table:\n%s", out)
+	}
 }
