@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/lockscope/lockscope/present"
@@ -83,7 +84,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	case opts.JSON && order == scanOrder:
 		sink = &jsonStream{out: out, limit: opts.Limit}
 	case opts.JSON:
-		sink = &jsonRanked{out: out, ranking: present.NewRanking[[]byte](by, false, opts.Limit)}
+		sink = &jsonRanked{out: out, ranking: present.NewRanking[[]byte](by, false, opts.Limit), records: newLockRecords()}
 	case order == scanOrder:
 		sink = newTableStream(out, opts.Limit, opts.Conn.StuckAfter)
 	default:
@@ -142,30 +143,92 @@ func (s *jsonStream) add(locks []scanner.Lock) error {
 
 func (s *jsonStream) finish(int) error { return nil }
 
-// jsonRanked keeps each lock's JSON line, rendered as its batch is read, and its place in the
-// order; the records themselves are dropped batch by batch.
+// jsonRanked keeps each lock's record (lockRecords: what its JSON line shows) and its place
+// in the order, and renders the lines once the order is known; the census's own records are
+// dropped batch by batch.
 type jsonRanked struct {
 	out     *bufio.Writer
 	ranking *present.Ranking[[]byte]
-	rows    arena
-	line    []byte
+	records *lockRecords
 }
 
 func (s *jsonRanked) add(locks []scanner.Lock) error {
 	for i := range locks {
-		s.line = appendLockJSON(s.line[:0], &locks[i])
-		s.ranking.Add(&locks[i], s.rows.keep(s.line))
+		s.ranking.Add(&locks[i], s.records.keep(&locks[i]))
 	}
 	return nil
 }
 
 func (s *jsonRanked) finish(int) error {
-	for line := range s.ranking.Sorted() {
-		if err := writeRendered(s.out, line); err != nil {
+	var lines []byte
+	var instances []scanner.Instance
+	for batch := range pipelined(s.ranking.Sorted()) {
+		for _, rec := range batch {
+			l := s.records.lock(rec, instances)
+			if l.Quorum != nil {
+				instances = l.Quorum.Instances
+			}
+			lines = appendLockJSON(lines, &l)
+		}
+		if err := writeRendered(s.out, lines); err != nil {
 			return err
 		}
+		lines = lines[:0]
 	}
 	return nil
+}
+
+// pipelinedBatch is the rows pipelined hands over at a time.
+const pipelinedBatch = 4096
+
+// pipelined walks rows in a goroutine of its own and yields them in batches, so that making
+// the order (the merge of a Ranking) and rendering and writing the rows share two cores. A
+// batch is reused once the loop body is done with it. Breaking the loop stops the walk.
+func pipelined[T any](rows iter.Seq[T]) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		batches := make(chan []T, 2)
+		free := make(chan []T, 4)
+		stop := make(chan struct{})
+		go func() {
+			defer close(batches)
+			batch := make([]T, 0, pipelinedBatch)
+			for r := range rows {
+				if batch = append(batch, r); len(batch) < pipelinedBatch {
+					continue
+				}
+				select {
+				case batches <- batch:
+				case <-stop:
+					return
+				}
+				select {
+				case batch = <-free:
+				default:
+					batch = make([]T, 0, pipelinedBatch)
+				}
+			}
+			if len(batch) > 0 {
+				select {
+				case batches <- batch:
+				case <-stop:
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			for range batches { // the walk has ended when batches closes
+			}
+		}()
+		for batch := range batches {
+			if !yield(batch) {
+				return
+			}
+			select {
+			case free <- batch[:0]:
+			default:
+			}
+		}
+	}
 }
 
 // arenaBlock is the size of the blocks rendered rows are kept in.
