@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"runtime/debug"
 	"strings"
 
 	"github.com/lockscope/lockscope/present"
@@ -84,7 +85,10 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	case opts.JSON && order == scanOrder:
 		sink = &jsonStream{out: out, limit: opts.Limit}
 	case opts.JSON:
-		sink = &jsonRanked{out: out, ranking: present.NewRanking[[]byte](by, false, opts.Limit), records: newLockRecords()}
+		// The records are most of the heap and all stay until the end: with the collector's
+		// usual headroom (as much again as the live heap) a million of them peaked at 450 MB.
+		defer debug.SetGCPercent(debug.SetGCPercent(rankedGCPercent))
+		sink = &jsonRanked{out: out, ranking: present.NewRanking[recordRef](by, false, opts.Limit), records: newLockRecords()}
 	case order == scanOrder:
 		sink = newTableStream(out, opts.Limit, opts.Conn.StuckAfter)
 	default:
@@ -143,12 +147,15 @@ func (s *jsonStream) add(locks []scanner.Lock) error {
 
 func (s *jsonStream) finish(int) error { return nil }
 
+// rankedGCPercent is the collector's headroom (GOGC) while sorted JSON keeps every record.
+const rankedGCPercent = 50
+
 // jsonRanked keeps each lock's record (lockRecords: what its JSON line shows) and its place
 // in the order, and renders the lines once the order is known; the census's own records are
 // dropped batch by batch.
 type jsonRanked struct {
 	out     *bufio.Writer
-	ranking *present.Ranking[[]byte]
+	ranking *present.Ranking[recordRef]
 	records *lockRecords
 }
 
@@ -231,7 +238,7 @@ func pipelined[T any](rows iter.Seq[T]) iter.Seq[[]T] {
 	}
 }
 
-// arenaBlock is the size of the blocks rendered rows are kept in.
+// arenaBlock is the size of the blocks rendered rows and lock records are kept in.
 const arenaBlock = 1 << 20
 
 // arena keeps rendered rows in large blocks: a million rows cost a few hundred allocations

@@ -7,15 +7,20 @@ import (
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// lockRecords keep, in an arena, what a lock's JSON line is rendered from, until the order
+// lockRecords keep, in large blocks, what a lock's JSON line is rendered from, until the order
 // is known: a third of the rendered line (no field names, no value written twice, numbers as
 // varints, servers' addresses and formats once per census).
 type lockRecords struct {
-	arena arena
-	names []string       // the addresses and formats the records refer to by index
-	index map[string]int // names' indexes
-	buf   []byte
+	blocks [][]byte       // the records, each after its length, in blocks of arenaBlock bytes
+	names  []string       // the addresses and formats the records refer to by index
+	index  map[string]int // names' indexes
+	buf    []byte
 }
+
+// recordRef is where a record is: its block's index in the high 32 bits, its offset in the
+// low ones. Eight bytes a lock where a slice of the record would take 24, and no pointer for
+// the collector to follow.
+type recordRef uint64
 
 // Record flags.
 const (
@@ -35,8 +40,8 @@ const (
 
 func newLockRecords() *lockRecords { return &lockRecords{index: map[string]int{}} }
 
-// keep records the fields of l that its JSON line shows and returns the record.
-func (r *lockRecords) keep(l *scanner.Lock) []byte {
+// keep records the fields of l that its JSON line shows.
+func (r *lockRecords) keep(l *scanner.Lock) recordRef {
 	b := r.buf[:0]
 	flags := byte(0)
 	if l.NoExpiry {
@@ -91,7 +96,15 @@ func (r *lockRecords) keep(l *scanner.Lock) []byte {
 		}
 	}
 	r.buf = b
-	return r.arena.keep(b)
+	need := binary.MaxVarintLen64 + len(b)
+	if len(r.blocks) == 0 || cap(r.blocks[len(r.blocks)-1])-len(r.blocks[len(r.blocks)-1]) < need {
+		r.blocks = append(r.blocks, make([]byte, 0, max(arenaBlock, need)))
+	}
+	last := &r.blocks[len(r.blocks)-1]
+	ref := recordRef(len(r.blocks)-1)<<32 | recordRef(len(*last))
+	*last = binary.AppendUvarint(*last, uint64(len(b)))
+	*last = append(*last, b...)
+	return ref
 }
 
 // name is s's index in names.
@@ -117,10 +130,12 @@ func appendRecTime(b []byte, t time.Time) []byte {
 	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
 }
 
-// lock is the lock of record rec, as much of it as its JSON line shows. Its strings share one
+// lock is the lock of record ref, as much of it as its JSON line shows. Its strings share one
 // copy of the record; instances is reused from call to call for a Redlock target's.
-func (r *lockRecords) lock(rec []byte, instances []scanner.Instance) scanner.Lock {
-	d := recDecoder{s: string(rec)}
+func (r *lockRecords) lock(ref recordRef, instances []scanner.Instance) scanner.Lock {
+	block := r.blocks[ref>>32][ref&(1<<32-1):]
+	length, size := binary.Uvarint(block)
+	d := recDecoder{s: string(block[size : size+int(length)])}
 	flags := d.byte()
 	l := scanner.Lock{
 		Key:      d.string(),

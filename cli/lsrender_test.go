@@ -89,7 +89,7 @@ func TestLockRecordsRenderAsTheLock(t *testing.T) {
 	locks = append(locks, &scanner.Lock{Key: "lock:far", Format: scanner.FormatLockscope, AcquiredAt: far,
 		FetchedAt: far.Add(-time.Hour), TTL: -time.Second, Addr: "10.0.0.2:6379", Gone: true, HasFence: true, Fence: -7})
 	records := newLockRecords()
-	kept := make([][]byte, len(locks))
+	kept := make([]recordRef, len(locks))
 	for i, l := range locks {
 		kept[i] = records.keep(l)
 	}
