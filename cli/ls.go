@@ -169,7 +169,14 @@ func (s *jsonRanked) add(locks []scanner.Lock) error {
 func (s *jsonRanked) finish(int) error {
 	var lines []byte
 	var instances []scanner.Instance
-	for batch := range pipelined(s.ranking.Sorted()) {
+	records := func(yield func(string) bool) {
+		for ref := range s.ranking.Sorted() {
+			if !yield(s.records.record(ref)) {
+				return
+			}
+		}
+	}
+	for batch := range pipelined(records) {
 		for _, rec := range batch {
 			l := s.records.lock(rec, instances)
 			if l.Quorum != nil {

@@ -130,12 +130,19 @@ func appendRecTime(b []byte, t time.Time) []byte {
 	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
 }
 
-// lock is the lock of record ref, as much of it as its JSON line shows. Its strings share one
-// copy of the record; instances is reused from call to call for a Redlock target's.
-func (r *lockRecords) lock(ref recordRef, instances []scanner.Instance) scanner.Lock {
+// record is a copy of the record at ref. Read in the order of the output, records are met in
+// no order of memory: reading one is a few cache misses, taken where they overlap other work
+// (sorted JSON: in the goroutine that merges, while the other renders from the copies).
+func (r *lockRecords) record(ref recordRef) string {
 	block := r.blocks[ref>>32][ref&(1<<32-1):]
 	length, size := binary.Uvarint(block)
-	d := recDecoder{s: string(block[size : size+int(length)])}
+	return string(block[size : size+int(length)])
+}
+
+// lock is the lock of record rec, as much of it as its JSON line shows; its strings are
+// pieces of rec. instances is reused from call to call for a Redlock target's.
+func (r *lockRecords) lock(rec string, instances []scanner.Instance) scanner.Lock {
+	d := recDecoder{s: rec}
 	flags := d.byte()
 	l := scanner.Lock{
 		Key:      d.string(),

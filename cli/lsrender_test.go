@@ -95,7 +95,7 @@ func TestLockRecordsRenderAsTheLock(t *testing.T) {
 	}
 	var instances []scanner.Instance
 	for i, l := range locks {
-		back := records.lock(kept[i], instances)
+		back := records.lock(records.record(kept[i]), instances)
 		if got, want := appendLockJSON(nil, &back), appendLockJSON(nil, l); !bytes.Equal(got, want) {
 			t.Errorf("%q:\n got %s\nwant %s", l.Key, got, want)
 		}
