@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -252,4 +253,42 @@ func TestCLIShow(t *testing.T) {
 	expectExit(t, r, exitGone)
 	r = runCLI(t, cliOpts{}, "show", "--redis", url)
 	expectExit(t, r, exitUsage)
+}
+
+// TestCLIListJSONSortedIsTheStreamSorted: sorted, ls --json renders its lines from the records
+// it kept; they are the streamed lines, byte for byte, in key order. (Keys without expiry and
+// values without a time: nothing in a line moves between the two runs.)
+func TestCLIListJSONSortedIsTheStreamSorted(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	for i, v := range []string{"opaque", "é \x00 \"q\" \\", "ctl:\x1b[31m", strings.Repeat("v", 300)} {
+		for _, key := range []string{fmt.Sprintf("lock:%d", 9-i), fmt.Sprintf("lock:%c", 'z'-i), fmt.Sprintf("lock:x%d", i)} {
+			if err := c.Set(ctx, key, v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Set(ctx, protocol.FenceKey("lock:9"), 42, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	url := redisURL(s.Addr)
+	streamed := runCLI(t, cliOpts{}, "ls", "--json", "--redis", url)
+	expectExit(t, streamed, exitOK)
+	want := strings.SplitAfter(streamed.stdout, "\n")
+	want = want[:len(want)-1]
+	slices.SortFunc(want, func(a, b string) int { return strings.Compare(jsonKey(t, a), jsonKey(t, b)) })
+	sorted := runCLI(t, cliOpts{}, "ls", "--json", "--sort", "key", "--redis", url)
+	expectExit(t, sorted, exitOK)
+	if got := sorted.stdout; got != strings.Join(want, "") || len(want) != 12 {
+		t.Errorf("sorted:\n%s\nwant the %d streamed lines in key order:\n%s", got, len(want), strings.Join(want, ""))
+	}
+}
+
+func jsonKey(t *testing.T, line string) string {
+	var obj struct{ Key string }
+	if err := json.Unmarshal([]byte(line), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj.Key
 }

@@ -80,3 +80,63 @@ func TestTableCellsAsSprintf(t *testing.T) {
 		}
 	}
 }
+
+// TestLockRecordsRenderAsTheLock: a lock kept as a record (sorted ls --json) renders the same
+// line as the lock itself.
+func TestLockRecordsRenderAsTheLock(t *testing.T) {
+	locks := renderFixture()
+	far := time.Date(3000, 1, 1, 0, 0, 0, 1, time.UTC) // past UnixNano's range
+	locks = append(locks, &scanner.Lock{Key: "lock:far", Format: scanner.FormatLockscope, AcquiredAt: far,
+		FetchedAt: far.Add(-time.Hour), TTL: -time.Second, Addr: "10.0.0.2:6379", Gone: true, HasFence: true, Fence: -7})
+	records := newLockRecords()
+	kept := make([]recordRef, len(locks))
+	for i, l := range locks {
+		kept[i] = records.keep(l)
+	}
+	var instances []scanner.Instance
+	for i, l := range locks {
+		back := records.lock(records.record(kept[i]), instances)
+		if got, want := appendLockJSON(nil, &back), appendLockJSON(nil, l); !bytes.Equal(got, want) {
+			t.Errorf("%q:\n got %s\nwant %s", l.Key, got, want)
+		}
+	}
+}
+
+// TestPipelinedYieldsEveryRowInOrder: across batches, and a loop that breaks stops the walk.
+func TestPipelinedYieldsEveryRowInOrder(t *testing.T) {
+	const n = 2*pipelinedBatch + 3
+	rows := func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	next := 0
+	for batch := range pipelined(rows) {
+		for _, r := range batch {
+			if r != next {
+				t.Fatalf("row %d, want %d", r, next)
+			}
+			next++
+		}
+	}
+	if next != n {
+		t.Fatalf("%d rows, want %d", next, n)
+	}
+	walked := 0
+	for range pipelined(func(yield func(int) bool) {
+		for i := range 64 * pipelinedBatch {
+			walked = i
+			if !yield(i) {
+				return
+			}
+		}
+	}) {
+		break
+	}
+	if walked >= 8*pipelinedBatch { // a few batches ahead at most
+
+		t.Errorf("the walk went on to row %d after the loop broke", walked)
+	}
+}

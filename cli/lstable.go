@@ -218,15 +218,15 @@ func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths,
 	widths.widen(head)
 	line := appendAligned(nil, head, widths)
 	var summary tableSummary
-	for r := range rows {
-		line = appendAligned(line, r.cells, widths)
-		summary.count(r)
-		if len(line) >= arenaBlock/16 {
-			if err := writeRendered(out, line); err != nil {
-				return err
-			}
-			line = line[:0]
+	for batch := range pipelined(rows) {
+		for _, r := range batch {
+			line = appendAligned(line, r.cells, widths)
+			summary.count(r)
 		}
+		if err := writeRendered(out, line); err != nil {
+			return err
+		}
+		line = line[:0]
 	}
 	if err := writeRendered(out, line); err != nil {
 		return err

@@ -66,6 +66,7 @@ func ParseSort(name string) (Sort, error) {
 // without keeping their records at all (Ranking).
 type sortKey struct {
 	num  int64  // deadline or acquisition time in unix ns; by holder, 1 for an unknown holder
+	head uint64 // the key's first bytes past the prefix all keys of its Ranking share (keyHead)
 	text string // the holder node
 	key  string
 }
@@ -104,9 +105,27 @@ func (a sortKey) compare(b sortKey) int {
 		c = strings.Compare(a.text, b.text)
 	}
 	if c == 0 {
+		c = cmp.Compare(a.head, b.head)
+	}
+	if c == 0 {
 		c = strings.Compare(a.key, b.key)
 	}
 	return c
+}
+
+// keyHead is the 8 bytes of key after its first skip bytes, big-endian, zero-padded. Between
+// keys that share their first skip bytes, a smaller head is a smaller key (equal heads say
+// nothing): most comparisons of a census's keys, which share a prefix such as "lock:", end on
+// the heads kept in the rows, without reading the keys' bytes from wherever they are.
+func keyHead(key string, skip int) uint64 {
+	var h uint64
+	for i := skip; i < skip+8; i++ {
+		h <<= 8
+		if i < len(key) {
+			h |= uint64(key[i])
+		}
+	}
+	return h
 }
 
 // SortLocks orders rows in place by s (reversed when desc), then by key.
@@ -129,12 +148,16 @@ func SortLocks(rows []*scanner.Lock, s Sort, desc bool) {
 // heap of the best so far, so that the first 10 of a million cost 10 rows of memory and no
 // sort of the million.
 type Ranking[T any] struct {
-	by    Sort
-	desc  bool
-	limit int           // 0: every row
-	best  []ranked[T]   // with a limit: a heap, the worst row kept at the top (best[0])
-	runs  [][]ranked[T] // without: sorted runs of runLen rows, but the last, still filling
+	by     Sort
+	desc   bool
+	limit  int           // 0: every row
+	best   []ranked[T]   // with a limit: a heap, the worst row kept at the top (best[0])
+	runs   [][]ranked[T] // without: sorted runs of runLen rows, but the last, still filling
+	shared string        // a prefix of every key added: the rows' heads are their bytes past it
 }
+
+// maxShared bounds the shared prefix: each time it shrinks every row's head is computed anew.
+const maxShared = 32
 
 // runLen is the rows of a run: a million rows make 16 of them, merged at the end with about
 // 4 comparisons a row instead of the 20 of a sort of the million.
@@ -164,6 +187,8 @@ func (r *Ranking[T]) sort(rows []ranked[T]) {
 // Add ranks row, the row of l (l itself is not kept).
 func (r *Ranking[T]) Add(l *scanner.Lock, row T) {
 	key := keyOf(l, r.by)
+	r.share(key.key)
+	key.head = keyHead(key.key, len(r.shared))
 	if r.limit == 0 {
 		if len(r.runs) == 0 || len(r.runs[len(r.runs)-1]) == runLen {
 			r.runs = append(r.runs, make([]ranked[T], 0, runLen)) // runs never grow: no copies of a million rows
@@ -183,6 +208,33 @@ func (r *Ranking[T]) Add(l *scanner.Lock, row T) {
 		r.best[0] = ranked[T]{key, row}
 		r.down(0)
 	}
+}
+
+// share keeps r.shared a prefix of every key added, key included, and the rows' heads past it.
+// The order of (head, key) is the order of the keys whatever the prefix, so sorted runs and
+// the heap stay as they are.
+func (r *Ranking[T]) share(key string) {
+	if len(r.runs) == 0 && len(r.best) == 0 {
+		r.shared = key[:min(len(key), maxShared)]
+		return
+	}
+	if strings.HasPrefix(key, r.shared) {
+		return
+	}
+	n := 0
+	for n < len(r.shared) && n < len(key) && r.shared[n] == key[n] {
+		n++
+	}
+	r.shared = r.shared[:n]
+	rehead := func(rows []ranked[T]) {
+		for i := range rows {
+			rows[i].key.head = keyHead(rows[i].key.key, n)
+		}
+	}
+	for _, run := range r.runs {
+		rehead(run)
+	}
+	rehead(r.best)
 }
 
 func (r *Ranking[T]) worse(i, j int) bool { return r.compare(r.best[i].key, r.best[j].key) > 0 }

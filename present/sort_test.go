@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,32 @@ func TestRankingFirstNIsSortAndCut(t *testing.T) {
 // sameKeys: the same rows in the same order.
 func sameKeys(a, b []*scanner.Lock) bool {
 	return slices.EqualFunc(a, b, func(x, y *scanner.Lock) bool { return x == y })
+}
+
+// TestRankingKeysWithoutTheSharedPrefix: keys that share less of a prefix than those before
+// them, arriving after whole runs were sorted, and keys that end inside or just past the
+// shared prefix, still come out in key order.
+func TestRankingKeysWithoutTheSharedPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	locks := randomLocks(runLen+10, rng)
+	for _, k := range []string{"lock:", "lock", "lock:\x00", "", "a", "lock:1\x00", "lock:10", "m"} {
+		locks = append(locks, &scanner.Lock{Key: k})
+	}
+	locks = append(locks, randomLocks(runLen, rng)[runLen-300:]...) // keys met before: duplicates, ordered by key alone
+	want := slices.Clone(locks)
+	slices.SortStableFunc(want, func(a, b *scanner.Lock) int { return strings.Compare(a.Key, b.Key) })
+	for _, limit := range []int{0, 50} {
+		r := NewRanking[*scanner.Lock](SortByKey, false, limit)
+		for _, l := range locks {
+			r.Add(l, l)
+		}
+		got := slices.Collect(r.Sorted())
+		w := want
+		if limit > 0 {
+			w = want[:limit]
+		}
+		if !slices.EqualFunc(got, w, func(x, y *scanner.Lock) bool { return x.Key == y.Key }) {
+			t.Fatalf("limit %d: not in key order", limit)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuck
 	return func() tea.Msg {
 		rank, counts := rankRows(snap, q, now, stuckAfter)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
-		idx := viewIndex{rows: rank.Rows(), counts: counts}
+		idx := viewIndex{rows: slices.Collect(rank.Sorted()), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
 	}
 }

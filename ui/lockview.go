@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"time"
 
 	"github.com/lockscope/lockscope/present"
@@ -34,7 +35,7 @@ type viewIndex struct {
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
 func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
 	rank, counts := rankRows(all, q, now, stuckAfter)
-	return viewIndex{rows: rank.Rows(), counts: counts}
+	return viewIndex{rows: slices.Collect(rank.Sorted()), counts: counts}
 }
 
 // rankRows counts the census and ranks the keys of the rows the filter lets through; the
