@@ -37,20 +37,23 @@ func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
 }
 
 // run runs s with keys and args. A call refused before it ran (the function missing, Functions
-// unknown or not permitted) is sent again in the form that works, so each call runs once.
+// unknown or not permitted) is sent again in the form that works, so each call runs once; a
+// function missing that cannot be loaded now runs as a script.
 func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, args ...any) *redis.Cmd {
 	if !r.server.scriptsOnly.Load() {
 		cmd := r.rdb.FCall(ctx, s.function, keys, args...)
 		err := cmd.Err()
 		switch {
 		case functionMissing(err):
-			if err := r.load(ctx); err == nil {
+			err := r.load(ctx)
+			if err == nil {
 				return r.rdb.FCall(ctx, s.function, keys, args...)
-			} else if !functionsRefused(err) {
-				cmd.SetErr(err)
-				return cmd
 			}
-			r.server.scriptsOnly.Store(true)
+			if functionsRefused(err) {
+				r.server.scriptsOnly.Store(true)
+			}
+			// Else the load failed for now (a server out of memory refuses it, a release
+			// must not wait for that): this call runs as a script, the next tries again.
 		case functionsRefused(err):
 			r.server.scriptsOnly.Store(true)
 		default:

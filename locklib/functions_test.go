@@ -156,3 +156,29 @@ func TestFunctionsInCluster(t *testing.T) {
 		cycle(t, c, key)
 	}
 }
+
+// A server out of memory (noeviction) that lost the library (FUNCTION FLUSH, a new master)
+// refuses FUNCTION LOAD (denyoom); the release must still release, as its script form does.
+func TestReleaseOutOfMemoryWithoutLibrary(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "noeviction"))
+	c, _ := newTestClient(t, srv)
+	admin := srv.Client()
+	ctx := testCtx(t, 10*time.Second)
+	l := mustObtain(t, c, ctx, "lock:oom", time.Minute)
+	if err := admin.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.ConfigSet(context.Background(), "maxmemory", "0") })
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if n, _ := admin.Exists(ctx, "lock:oom").Result(); n != 0 {
+		t.Errorf("lock:oom still held after Release")
+	}
+}
+
+// busy keeps the server's one thread busy in a script for d, as a slow command of another
+// client does.
