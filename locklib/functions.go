@@ -25,6 +25,10 @@ type functionsState struct {
 	// loading holds a token while a FUNCTION LOAD runs: one at a time, and a caller waits for
 	// it no longer than its context allows (a load on a stalled server may outlive its caller).
 	loading chan struct{}
+	// loads counts the loads that succeeded: a call that found its function missing needs
+	// no load of its own when one succeeded after the call was sent (calls that all find the
+	// library flushed at once load it once, not once each).
+	loads atomic.Uint64
 }
 
 func newScriptRunner(rdb redis.UniversalClient) *scriptRunner {
@@ -41,15 +45,18 @@ func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
 // function missing that cannot be loaded now runs as a script.
 func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, args ...any) *redis.Cmd {
 	if !r.server.scriptsOnly.Load() {
+		loads := r.server.loads.Load()
 		cmd := r.rdb.FCall(ctx, s.function, keys, args...)
 		err := cmd.Err()
 		switch {
 		case functionMissing(err):
-			err := r.load(ctx)
+			err := r.load(ctx, loads)
 			if err == nil {
-				return r.rdb.FCall(ctx, s.function, keys, args...)
-			}
-			if functionsRefused(err) {
+				if cmd := r.rdb.FCall(ctx, s.function, keys, args...); !functionMissing(cmd.Err()) {
+					return cmd
+				}
+				// Flushed again since that load: this call runs as a script.
+			} else if functionsRefused(err) {
 				r.server.scriptsOnly.Store(true)
 			}
 			// Else the load failed for now (a server out of memory refuses it, a release
@@ -63,19 +70,29 @@ func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []string, 
 	return s.Run(ctx, r.rdb, keys, args...)
 }
 
-// load loads functionLibrary on the server, or on every master of a cluster. A library that
-// is there already (another client loaded it) is fine.
-func (r *scriptRunner) load(ctx context.Context) error {
+// load loads functionLibrary on the server, or on every master of a cluster, unless a load
+// succeeded since the caller saw loads of them. A library that is there already (another
+// client loaded it) is fine.
+func (r *scriptRunner) load(ctx context.Context, loads uint64) error {
 	select {
 	case r.server.loading <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-r.server.loading }()
-	if c, ok := r.rdb.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
+	if r.server.loads.Load() != loads {
+		return nil
 	}
-	return loadLibrary(ctx, r.rdb)
+	var err error
+	if c, ok := r.rdb.(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
+	} else {
+		err = loadLibrary(ctx, r.rdb)
+	}
+	if err == nil {
+		r.server.loads.Add(1)
+	}
+	return err
 }
 
 func loadLibrary(ctx context.Context, c redis.Cmdable) error {

@@ -182,3 +182,34 @@ func TestReleaseOutOfMemoryWithoutLibrary(t *testing.T) {
 
 // busy keeps the server's one thread busy in a script for d, as a slow command of another
 // client does.
+
+// Calls that all find the library gone at once (FUNCTION FLUSH under load) load it once, not
+// once each: every load compiles the whole library on the server's one thread.
+func TestFunctionsLoadedOnceByConcurrentCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	admin := srv.Client()
+	ctx := testCtx(t, 20*time.Second)
+	cycle(t, c, "lock:herd")
+	admin.FunctionFlush(ctx)
+	admin.ConfigResetStat(ctx)
+	const n = 50
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			l, err := c.Obtain(ctx, fmt.Sprintf("lock:herd:%d", i), 5*time.Second)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if loads := calls(t, admin, "function|load"); loads != 1 {
+		t.Errorf("%d FUNCTION LOADs for %d calls that found the library gone, want 1", loads, n)
+	}
+}
