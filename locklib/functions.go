@@ -108,11 +108,13 @@ func functionMissing(err error) bool {
 }
 
 // functionsRefused reports a command refused because the server does not know it (Redis
-// before 7.0) or the user's ACL does not permit it.
+// before 7.0) or the user's ACL does not permit the command itself ("NOPERM ... to run the
+// 'fcall' command"; a NOPERM for the call's keys or channels is that call's error only).
 func functionsRefused(err error) bool {
 	if err == nil {
 		return false
 	}
 	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(strings.ToLower(msg), "unknown command")
+	return strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "to run the '") ||
+		strings.Contains(strings.ToLower(msg), "unknown command")
 }

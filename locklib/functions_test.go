@@ -213,3 +213,25 @@ func TestFunctionsLoadedOnceByConcurrentCalls(t *testing.T) {
 		t.Errorf("%d FUNCTION LOADs for %d calls that found the library gone, want 1", loads, n)
 	}
 }
+
+// A call refused because the user's ACL does not cover its keys is that call's error; it does
+// not mean that Functions are refused: the Client's other calls still use them.
+func TestFunctionsKeptAfterAKeyRefusedByACL(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	ctx := testCtx(t, 10*time.Second)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "keys", "on", ">pw", "~*{lock:ok}", "~lock:ok", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(srv.Client(func(o *redis.Options) { o.Username, o.Password = "keys", "pw" }))
+	t.Cleanup(func() { _ = c.Close() })
+	cycle(t, c, "lock:ok")
+	if _, err := c.Obtain(ctx, "lock:other", time.Second); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("Obtain on a key outside the user's ACL: %v, want NOPERM", err)
+	}
+	admin.ConfigResetStat(ctx)
+	cycle(t, c, "lock:ok")
+	if fcalls, scripts := calls(t, admin, "fcall"), calls(t, admin, "evalsha")+calls(t, admin, "eval"); fcalls != 2 || scripts != 0 {
+		t.Fatalf("%d FCALLs and %d scripts for a cycle, want 2 and 0", fcalls, scripts)
+	}
+}
