@@ -780,4 +780,7 @@ func TestReleaseOnDistantServer(t *testing.T) {
 	if n, _ := srv.Client().Exists(ctx, "lock:far").Result(); n != 0 {
 		t.Errorf("lock:far still held after Release")
 	}
+	if rdb.Options().ContextTimeoutEnabled {
+		t.Errorf("New turned on ContextTimeoutEnabled on the caller's client, not only on its clone")
+	}
 }
