@@ -25,6 +25,10 @@ type functionsState struct {
 	// loading holds a token while a FUNCTION LOAD runs: one at a time, and a caller waits for
 	// it no longer than its context allows (a load on a stalled server may outlive its caller).
 	loading chan struct{}
+	// loads counts the loads that succeeded: a call that found its function missing needs
+	// no load of its own when one succeeded after the call was sent (calls that all find the
+	// library flushed at once load it once, not once each).
+	loads atomic.Uint64
 }
 
 func newScriptRunner(rdb redis.UniversalClient) *scriptRunner {
@@ -38,20 +42,26 @@ func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
 
 // run runs s with keys (strings, boxed once by the caller, which may send them again) and
 // args. A call refused before it ran (the function missing, Functions unknown or not
-// permitted) is sent again in the form that works, so each call runs once.
+// permitted) is sent again in the form that works, so each call runs once; a function missing
+// that cannot be loaded now runs as a script.
 func (r *scriptRunner) run(ctx context.Context, s *serverScript, keys []any, args ...any) *redis.Cmd {
 	if !r.server.scriptsOnly.Load() {
+		loads := r.server.loads.Load()
 		cmd := r.fcall(ctx, s, keys, args)
 		err := cmd.Err()
 		switch {
 		case functionMissing(err):
-			if err := r.load(ctx); err == nil {
-				return r.fcall(ctx, s, keys, args)
-			} else if !functionsRefused(err) {
-				cmd.SetErr(err)
-				return cmd
+			err := r.load(ctx, loads)
+			if err == nil {
+				if cmd := r.fcall(ctx, s, keys, args); !functionMissing(cmd.Err()) {
+					return cmd
+				}
+				// Flushed again since that load: this call runs as a script.
+			} else if functionsRefused(err) {
+				r.server.scriptsOnly.Store(true)
 			}
-			r.server.scriptsOnly.Store(true)
+			// Else the load failed for now (a server out of memory refuses it, a release
+			// must not wait for that): this call runs as a script, the next tries again.
 		case functionsRefused(err):
 			r.server.scriptsOnly.Store(true)
 		default:
@@ -81,19 +91,29 @@ func (r *scriptRunner) fcall(ctx context.Context, s *serverScript, keys, args []
 	return cmd
 }
 
-// load loads functionLibrary on the server, or on every master of a cluster. A library that
-// is there already (another client loaded it) is fine.
-func (r *scriptRunner) load(ctx context.Context) error {
+// load loads functionLibrary on the server, or on every master of a cluster, unless a load
+// succeeded since the caller saw loads of them. A library that is there already (another
+// client loaded it) is fine.
+func (r *scriptRunner) load(ctx context.Context, loads uint64) error {
 	select {
 	case r.server.loading <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-r.server.loading }()
-	if c, ok := r.rdb.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
+	if r.server.loads.Load() != loads {
+		return nil
 	}
-	return loadLibrary(ctx, r.rdb)
+	var err error
+	if c, ok := r.rdb.(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return loadLibrary(ctx, c) })
+	} else {
+		err = loadLibrary(ctx, r.rdb)
+	}
+	if err == nil {
+		r.server.loads.Add(1)
+	}
+	return err
 }
 
 func loadLibrary(ctx context.Context, c redis.Cmdable) error {
@@ -109,11 +129,13 @@ func functionMissing(err error) bool {
 }
 
 // functionsRefused reports a command refused because the server does not know it (Redis
-// before 7.0) or the user's ACL does not permit it.
+// before 7.0) or the user's ACL does not permit the command itself ("NOPERM ... to run the
+// 'fcall' command"; a NOPERM for the call's keys or channels is that call's error only).
 func functionsRefused(err error) bool {
 	if err == nil {
 		return false
 	}
 	msg := err.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(strings.ToLower(msg), "unknown command")
+	return strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "to run the '") ||
+		strings.Contains(strings.ToLower(msg), "unknown command")
 }

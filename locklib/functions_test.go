@@ -156,3 +156,82 @@ func TestFunctionsInCluster(t *testing.T) {
 		cycle(t, c, key)
 	}
 }
+
+// A server out of memory (noeviction) that lost the library (FUNCTION FLUSH, a new master)
+// refuses FUNCTION LOAD (denyoom); the release must still release, as its script form does.
+func TestReleaseOutOfMemoryWithoutLibrary(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "noeviction"))
+	c, _ := newTestClient(t, srv)
+	admin := srv.Client()
+	ctx := testCtx(t, 10*time.Second)
+	l := mustObtain(t, c, ctx, "lock:oom", time.Minute)
+	if err := admin.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.ConfigSet(context.Background(), "maxmemory", "0") })
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if n, _ := admin.Exists(ctx, "lock:oom").Result(); n != 0 {
+		t.Errorf("lock:oom still held after Release")
+	}
+}
+
+// busy keeps the server's one thread busy in a script for d, as a slow command of another
+// client does.
+
+// Calls that all find the library gone at once (FUNCTION FLUSH under load) load it once, not
+// once each: every load compiles the whole library on the server's one thread.
+func TestFunctionsLoadedOnceByConcurrentCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	admin := srv.Client()
+	ctx := testCtx(t, 20*time.Second)
+	cycle(t, c, "lock:herd")
+	admin.FunctionFlush(ctx)
+	admin.ConfigResetStat(ctx)
+	const n = 50
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			l, err := c.Obtain(ctx, fmt.Sprintf("lock:herd:%d", i), 5*time.Second)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if loads := calls(t, admin, "function|load"); loads != 1 {
+		t.Errorf("%d FUNCTION LOADs for %d calls that found the library gone, want 1", loads, n)
+	}
+}
+
+// A call refused because the user's ACL does not cover its keys is that call's error; it does
+// not mean that Functions are refused: the Client's other calls still use them.
+func TestFunctionsKeptAfterAKeyRefusedByACL(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	ctx := testCtx(t, 10*time.Second)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "keys", "on", ">pw", "~*{lock:ok}", "~lock:ok", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(srv.Client(func(o *redis.Options) { o.Username, o.Password = "keys", "pw" }))
+	t.Cleanup(func() { _ = c.Close() })
+	cycle(t, c, "lock:ok")
+	if _, err := c.Obtain(ctx, "lock:other", time.Second); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("Obtain on a key outside the user's ACL: %v, want NOPERM", err)
+	}
+	admin.ConfigResetStat(ctx)
+	cycle(t, c, "lock:ok")
+	if fcalls, scripts := calls(t, admin, "fcall"), calls(t, admin, "evalsha")+calls(t, admin, "eval"); fcalls != 2 || scripts != 0 {
+		t.Fatalf("%d FCALLs and %d scripts for a cycle, want 2 and 0", fcalls, scripts)
+	}
+}

@@ -781,3 +781,30 @@ func TestReleaseSurvivesALostRequestWithoutClientRetries(t *testing.T) {
 		mustBeFreeWithin(t, fx.rdb, "lock:no-retries", 0)
 	}
 }
+
+// A server 160 ms away (another region) answers a client of MaxRetries 15 well within
+// releaseTimeout: Release must report the release it made (it failed when each of go-redis's
+// 16 tries had only a sixteenth of releaseTimeout).
+func TestReleaseOnDistantServer(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, MaxRetries: 15})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := New(rdb, WithNode("test"))
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := testCtx(t, 20*time.Second)
+	proxy.SetDelay(80 * time.Millisecond) // each way
+	l := mustObtain(t, c, ctx, "lock:far", time.Minute)
+	start := time.Now()
+	err := l.Release(ctx)
+	if err != nil {
+		t.Errorf("Release after %v: %v", time.Since(start), err)
+	}
+	proxy.SetDelay(0)
+	if n, _ := srv.Client().Exists(ctx, "lock:far").Result(); n != 0 {
+		t.Errorf("lock:far still held after Release")
+	}
+	if rdb.Options().ContextTimeoutEnabled {
+		t.Errorf("New turned on ContextTimeoutEnabled on the caller's client, not only on its clone")
+	}
+}

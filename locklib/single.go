@@ -25,9 +25,8 @@ type singleStore struct {
 	fenceFor               time.Duration // WithFenceRetention
 	scripts                *scriptRunner
 	// releasing sends the calls bounded by releaseTimeout (a release, a clean-up) on a clone
-	// of a client that does not bound reads by the context (boundsSocket), whose every read
-	// and write is bounded so that all of go-redis's tries fit in releaseTimeout: they need
-	// no goroutine of their own (callBounded). nil when the client bounds reads itself, or
+	// of a client that does not bound reads by the context (boundsSocket), whose reads and
+	// writes are bounded by the context: they need no goroutine of their own (callBounded). nil when the client bounds reads itself, or
 	// cannot be cloned so (a cluster client).
 	releasing *scriptRunner
 	hub       *wakeHub
@@ -38,8 +37,12 @@ func newSingleStore(rdb redis.UniversalClient) *singleStore {
 	_, cluster := rdb.(*redis.ClusterClient)
 	s := &singleStore{rdb: rdb, cluster: cluster, direct: boundsSocket(rdb), scripts: newScriptRunner(rdb), hub: newWakeHub(rdb)}
 	if c, ok := rdb.(*redis.Client); ok && !s.direct {
-		tries := max(c.Options().MaxRetries, 0) + 1
-		s.releasing = s.scripts.via(c.WithTimeout(releaseTimeout / time.Duration(tries)))
+		// The clone's options are its own (WithTimeout copies them): its reads end with the
+		// context, so every try of go-redis's gets what is left of releaseTimeout, not a
+		// fixed share of it that a distant or busy server would exceed.
+		releasing := c.WithTimeout(releaseTimeout)
+		releasing.Options().ContextTimeoutEnabled = true
+		s.releasing = s.scripts.via(releasing)
 	}
 	return s
 }
