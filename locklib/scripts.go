@@ -67,9 +67,10 @@ var (
 	scriptRedlockRelease   = newServerScript("redlock_release", luaRedlockRelease, "{'allow-oom'}")
 )
 
-// serverScripts are the functions of functionLibrary, in the order it defines them.
-var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
-	scriptRedlockReentrant, scriptRedlockRelease}
+// serverScripts are the functions of functionLibrary, in the order it defines them. Redlock's
+// own two scripts are not among them: Redlock sends them as scripts only (as functions they
+// were no faster, docs/benchmarks/locklib.md).
+var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave}
 
 // functionLibrary is the library of locklib's functions (FUNCTION LOAD), named
 // lockscope_<hash of its code>.
