@@ -1,7 +1,7 @@
 package present
 
 import (
-	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -12,20 +12,34 @@ import (
 // countdown does not flicker. A negative duration (an age under clock skew: the holder's
 // clock is ahead) keeps its sign.
 func Duration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + Duration(-d)
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < 10*time.Second:
-		return fmt.Sprintf("%d.%ds", d/time.Second, (d%time.Second)/(100*time.Millisecond))
-	case d < time.Minute:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", d/time.Minute, (d%time.Minute)/time.Second)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", d/time.Hour, (d%time.Hour)/time.Minute)
-	default:
-		return fmt.Sprintf("%dd%02dh", d/(24*time.Hour), (d%(24*time.Hour))/time.Hour)
+	// Appended with strconv rather than fmt: `ls` formats two durations per row.
+	return string(appendDuration(make([]byte, 0, 8), d))
+}
+
+func appendDuration(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		b = append(b, '-')
+		d = -max(d, -math.MaxInt64) // -MinInt64 would overflow
 	}
+	switch {
+	case d < time.Second:
+		return append(strconv.AppendInt(b, d.Milliseconds(), 10), "ms"...)
+	case d < 10*time.Second:
+		b = strconv.AppendInt(b, int64(d/time.Second), 10)
+		return append(append(b, '.', byte('0'+(d%time.Second)/(100*time.Millisecond))), 's')
+	case d < time.Minute:
+		return append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
+	case d < time.Hour:
+		return appendPair(b, d/time.Minute, 'm', (d%time.Minute)/time.Second, 's')
+	case d < 48*time.Hour:
+		return appendPair(b, d/time.Hour, 'h', (d%time.Hour)/time.Minute, 'm')
+	default:
+		return appendPair(b, d/(24*time.Hour), 'd', (d%(24*time.Hour))/time.Hour, 'h')
+	}
+}
+
+// appendPair appends "<major><majorUnit><minor, two digits><minorUnit>", as in 12m05s.
+func appendPair(b []byte, major time.Duration, majorUnit byte, minor time.Duration, minorUnit byte) []byte {
+	b = append(strconv.AppendInt(b, int64(major), 10), majorUnit)
+	return append(b, byte('0'+minor/10), byte('0'+minor%10), minorUnit)
 }
