@@ -297,3 +297,18 @@ func TestFollowClusterAndRedlock(t *testing.T) {
 		waitFor(t, updates, 5*time.Second, "the key gone", func(u Update) bool { l, ok := lockIn(u, "lock:fr:x"); return ok && l.Gone })
 	})
 }
+
+// TestFollowTrackingSeesFlush: FLUSHALL sends CLIENT TRACKING's invalidation of every key (a
+// null payload): the census is taken again at once, so the locks it removed leave the
+// console long before the next pass (an hour away).
+func TestFollowTrackingSeesFlush(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "x", 20)
+	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	must(t, c.FlushAll(ctx).Err())
+	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
+		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
+	})
+}

@@ -3,12 +3,16 @@ package scanner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
@@ -86,7 +90,8 @@ type followed struct {
 // follow subscribes, on every server of the target, to what tells of changed keys: keyspace
 // notifications when the server has them on, else CLIENT TRACKING, else only locklib's events
 // channel (each refusal is a warning). Keys heard of go into dirty; a subscriber that had to
-// reconnect calls reconnected, since what happened meanwhile was not heard. Subscribers end
+// reconnect, or heard of a change without its keys (a flush), calls reconnected, since what
+// happened was not heard key by key. Subscribers end
 // with ctx. It returns how each server is followed.
 func (s *Scanner) follow(ctx context.Context, dirty *dirtyKeys, reconnected func(), warn func(string)) []ServerFollow {
 	targets, err := s.followTargets(ctx)
@@ -213,7 +218,7 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 		client.Close()
 		return err
 	}
-	go s.forwardHints(ctx, sub, client, dirty)
+	go s.forwardHints(ctx, sub, client, dirty, reconnected)
 	return nil
 }
 
@@ -263,24 +268,51 @@ func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	return true
 }
 
-func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *redis.Client, dirty *dirtyKeys) {
+// hintsHealthCheck is how long a subscriber waits for a message before it pings the server,
+// so that a dead connection is found and replaced.
+const hintsHealthCheck = 30 * time.Second
+
+// forwardHints reads the subscriber's messages (its own loop rather than PubSub.Channel,
+// which drops a message it cannot decode without a word) until ctx ends.
+func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *redis.Client, dirty *dirtyKeys, lost func()) {
 	defer client.Close()
 	defer sub.Close()
-	msgs := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-msgs:
-			if !ok {
-				return
+	for ctx.Err() == nil {
+		msg, err := sub.ReceiveTimeout(ctx, hintsHealthCheck)
+		var netErr net.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &netErr) && netErr.Timeout():
+			_ = sub.Ping(ctx) // a dead connection fails the next receive, which reconnects
+			continue
+		default:
+			if !errors.As(err, &netErr) && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				// Not the connection (go-redis reconnects, and OnConnect says so): a message
+				// it could not decode, above all CLIENT TRACKING's null invalidation of every
+				// key on FLUSHALL or FLUSHDB. Which keys changed is unknown: take the census again.
+				lost()
 			}
-			for _, key := range hintKeys(m) {
-				if MatchGlob(s.opts.Pattern, key) {
-					dirty.add(key)
-				}
+			sleepCtx(ctx, 100*time.Millisecond) // as PubSub.Channel does after an error
+			continue
+		}
+		m, ok := msg.(*redis.Message)
+		if !ok {
+			continue // a subscription's confirmation or a pong
+		}
+		for _, key := range hintKeys(m) {
+			if MatchGlob(s.opts.Pattern, key) {
+				dirty.add(key)
 			}
 		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
