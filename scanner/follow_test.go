@@ -312,3 +312,21 @@ func TestFollowTrackingSeesFlush(t *testing.T) {
 		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
 	})
 }
+
+// TestFollowNotificationsSeesFlush: keyspace notifications name no key on FLUSHALL; the
+// census must still lose the flushed locks long before the next pass (an hour away).
+func TestFollowNotificationsSeesFlush(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "n", 20)
+	updates := New(target, Options{Interval: time.Hour, ConfigureNotifications: true}).Watch(ctx)
+	f := waitFor(t, updates, 10*time.Second, "following status", func(u Update) bool { return u.Kind == UpdateFollowing })
+	if got := f.Following.Summary(); got != "notifications" {
+		t.Fatalf("following %q, want notifications", got)
+	}
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	must(t, c.FlushAll(ctx).Err())
+	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
+		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
+	})
+}

@@ -172,7 +172,8 @@ func (s *Scanner) followServer(ctx context.Context, t followed, events bool, dir
 // listen opens a subscriber connection of its own to t, in RESP2 so that tracking
 // invalidations arrive as messages on invalidateChannel, and forwards the keys it hears of
 // to dirty until ctx ends. For tracking, every connection it opens first turns tracking on,
-// redirected to itself (its own CLIENT ID), so a reconnect restores it. A reply error means
+// redirected to itself (its own CLIENT ID), so a reconnect restores it; for notifications,
+// tracking of flushes only, where the server allows it. A reply error means
 // the server refused the mechanism (ACL, unknown command): nothing is left open. Other
 // errors (the server is down now) are left to go-redis, which connects and subscribes later.
 func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events bool, dirty *dirtyKeys, reconnected func()) error {
@@ -187,8 +188,16 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 				return err
 			}
 		}
-		if mech == FollowTracking {
+		switch mech {
+		case FollowTracking:
 			if err := enableTracking(ctx, cn, prefix); err != nil {
+				return err
+			}
+		case FollowNotifications:
+			// No keyspace event names the keys a FLUSHALL removes, but every tracking
+			// connection hears of a flush: tracking a prefix no lock has hears of nothing else.
+			// Where tracking is refused, a flush waits for the background re-scan.
+			if err := enableTracking(ctx, cn, flushOnlyPrefix); err != nil && !isReply(err) {
 				return err
 			}
 		}
@@ -198,7 +207,7 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 		return nil
 	}
 	var channels []string
-	if mech == FollowTracking {
+	if mech != FollowEvents {
 		channels = append(channels, invalidateChannel)
 	}
 	if events {
@@ -221,6 +230,10 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 	go s.forwardHints(ctx, sub, client, dirty, reconnected)
 	return nil
 }
+
+// flushOnlyPrefix is the tracking prefix of a subscriber that follows keyspace notifications:
+// one no lock key starts with, so that it hears of flushes only.
+const flushOnlyPrefix = "\x00lockscope:flush-only\x00"
 
 // enableTracking turns on broadcast tracking of keys starting with prefix (all keys when it
 // is empty) on cn, redirected to cn itself.
