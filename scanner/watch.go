@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,43 @@ type watcher struct {
 	servers  []ServerFollow
 	current  atomic.Pointer[pass] // the background pass running, nil otherwise
 	last     atomic.Int64         // keys the last complete pass scanned
+
+	// ordered makes the pass's batches and the re-reads reach the stream one at a time, and
+	// holds the keys re-read during pass rereadGen: a pass's record of such a key may have
+	// been read before the change the re-read saw (its batch waited for its fences, or for
+	// the consumer), and sent after it would show a deleted lock, or an old holder, until the
+	// next pass. The re-read is no older than anything a hint has not corrected since.
+	ordered   sync.Mutex
+	rereadGen uint64
+	rereadNow map[string]struct{}
+}
+
+// sendPassBatch sends locks read by pass gen, without the keys a re-read sent since the pass
+// began.
+func (w *watcher) sendPassBatch(gen uint64, locks []Lock) bool {
+	w.ordered.Lock()
+	defer w.ordered.Unlock()
+	if w.rereadGen == gen && len(w.rereadNow) > 0 {
+		locks = slices.DeleteFunc(locks, func(l Lock) bool {
+			_, reread := w.rereadNow[l.Key]
+			return reread
+		})
+	}
+	return len(locks) == 0 || w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks})
+}
+
+// sendReread sends re-read locks, tagged with the pass running (or the last one).
+func (w *watcher) sendReread(locks []Lock) bool {
+	w.ordered.Lock()
+	defer w.ordered.Unlock()
+	gen := w.gen.Load()
+	if w.rereadGen != gen {
+		w.rereadGen, w.rereadNow = gen, map[string]struct{}{}
+	}
+	for i := range locks {
+		w.rereadNow[locks[i].Key] = struct{}{}
+	}
+	return w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks})
 }
 
 func (s *Scanner) watch(ctx context.Context, f *Follower) {
@@ -132,7 +170,7 @@ func (w *watcher) passes() {
 					return nil
 				}
 				w.expiring.note(locks)
-				if !w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks}) {
+				if !w.sendPassBatch(gen, locks) {
 					return ctx.Err()
 				}
 				return nil
@@ -227,7 +265,7 @@ func (w *watcher) rereads() {
 				continue
 			}
 			w.expiring.note(locks)
-			if !w.send(Update{Kind: UpdateBatch, Gen: w.gen.Load(), Locks: locks}) {
+			if !w.sendReread(locks) {
 				return
 			}
 		}
