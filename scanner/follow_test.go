@@ -330,3 +330,20 @@ func TestFollowNotificationsSeesFlush(t *testing.T) {
 		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
 	})
 }
+
+// TestFollowTrackingSurvivesClientKill: CLIENT KILL of the subscriber alone (the data
+// connections stay) is followed by a new subscriber with tracking on again: a key created
+// afterwards is heard of long before the next pass (an hour away).
+func TestFollowTrackingSurvivesClientKill(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "k", 10)
+	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	if n := c.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Val(); n != int64(1) {
+		t.Fatalf("killed %v subscribers, want 1", n)
+	}
+	time.Sleep(500 * time.Millisecond) // the subscriber reconnects
+	must(t, c.Set(ctx, "lock:k:after", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
+	waitFor(t, updates, 5*time.Second, "the key created after the kill", func(u Update) bool { _, ok := lockIn(u, "lock:k:after"); return ok })
+}
