@@ -259,7 +259,9 @@ func literalPrefix(pattern string) string {
 }
 
 // notificationsOn reports whether the server sends keyspace notifications for every change
-// of a lock key: K (keyspace channel) and g, $, h and x (or A, which includes them). A user
+// of a lock key: K (keyspace channel) and g, $, h, x and e (or A, which includes them;
+// without e, locks evicted under maxmemory, which volatile-* policies pick among keys with a
+// TTL, stayed in the census until the next pass). A user
 // who may not run CONFIG GET gets false: tracking needs no configuration.
 func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	cur, err := rdb.ConfigGet(ctx, "notify-keyspace-events").Result()
@@ -273,7 +275,7 @@ func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	if strings.Contains(flags, "A") {
 		return true
 	}
-	for _, f := range "g$hx" {
+	for _, f := range "g$hxe" {
 		if !strings.ContainsRune(flags, f) {
 			return false
 		}
