@@ -297,3 +297,113 @@ func TestFollowClusterAndRedlock(t *testing.T) {
 		waitFor(t, updates, 5*time.Second, "the key gone", func(u Update) bool { l, ok := lockIn(u, "lock:fr:x"); return ok && l.Gone })
 	})
 }
+
+// TestFollowTrackingSeesFlush: FLUSHALL sends CLIENT TRACKING's invalidation of every key (a
+// null payload): the census is taken again at once, so the locks it removed leave the
+// console long before the next pass (an hour away).
+func TestFollowTrackingSeesFlush(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "x", 20)
+	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	must(t, c.FlushAll(ctx).Err())
+	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
+		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
+	})
+}
+
+// TestFollowNotificationsSeesFlush: keyspace notifications name no key on FLUSHALL; the
+// census must still lose the flushed locks long before the next pass (an hour away).
+func TestFollowNotificationsSeesFlush(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "n", 20)
+	updates := New(target, Options{Interval: time.Hour, ConfigureNotifications: true}).Watch(ctx)
+	f := waitFor(t, updates, 10*time.Second, "following status", func(u Update) bool { return u.Kind == UpdateFollowing })
+	if got := f.Following.Summary(); got != "notifications" {
+		t.Fatalf("following %q, want notifications", got)
+	}
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	must(t, c.FlushAll(ctx).Err())
+	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
+		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
+	})
+}
+
+// TestFollowTrackingSurvivesClientKill: CLIENT KILL of the subscriber alone (the data
+// connections stay) is followed by a new subscriber with tracking on again: a key created
+// afterwards is heard of long before the next pass (an hour away).
+func TestFollowTrackingSurvivesClientKill(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "k", 10)
+	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	if n := c.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Val(); n != int64(1) {
+		t.Fatalf("killed %v subscribers, want 1", n)
+	}
+	time.Sleep(500 * time.Millisecond) // the subscriber reconnects
+	must(t, c.Set(ctx, "lock:k:after", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
+	waitFor(t, updates, 5*time.Second, "the key created after the kill", func(u Update) bool { _, ok := lockIn(u, "lock:k:after"); return ok })
+}
+
+// TestFollowHearsEvictions: a server whose keyspace notifications leave out evictions
+// (notify-keyspace-events Kg$hx) evicting locks under maxmemory: the evicted locks leave the
+// census long before the next pass (an hour away).
+func TestFollowHearsEvictions(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	must(t, c.ConfigSet(ctx, "notify-keyspace-events", "Kg$hx").Err())
+	keys := loadLocks(t, c, "e", 300)
+	census := map[string]bool{}
+	apply := func(u Update) {
+		for _, l := range u.Locks {
+			if l.Gone {
+				delete(census, l.Key)
+			} else {
+				census[l.Key] = true
+			}
+		}
+	}
+	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
+	for u := range updates {
+		apply(u)
+		if u.Kind == UpdatePassDone {
+			break
+		}
+	}
+	used := c.MemoryUsage(ctx, keys[0]).Val() // a lock's size, for scale
+	info := c.Info(ctx, "memory").Val()
+	_, rest, _ := strings.Cut(info, "used_memory:")
+	mem, _ := strconv.ParseInt(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]), 10, 64)
+	must(t, c.ConfigSet(ctx, "maxmemory-policy", "allkeys-random").Err())
+	must(t, c.ConfigSet(ctx, "maxmemory", strconv.FormatInt(mem+100*used, 10)).Err())
+	filler := strings.Repeat("x", 1000)
+	for i := range 300 {
+		must(t, c.Set(ctx, fmt.Sprintf("filler:%d", i), filler, 0).Err())
+	}
+	evicted := 0
+	for _, k := range keys {
+		if c.Exists(ctx, k).Val() == 0 {
+			evicted++
+		}
+	}
+	if evicted == 0 {
+		t.Fatal("no lock was evicted")
+	}
+	quiet := time.After(2 * time.Second)
+	for done := false; !done; {
+		select {
+		case u := <-updates:
+			apply(u)
+		case <-quiet:
+			done = true
+		}
+	}
+	for k := range census {
+		if c.Exists(ctx, k).Val() == 0 {
+			t.Fatalf("%s was evicted (%d of %d locks were) and is still in the census", k, evicted, len(keys))
+		}
+	}
+}

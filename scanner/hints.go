@@ -3,12 +3,16 @@ package scanner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
@@ -86,7 +90,8 @@ type followed struct {
 // follow subscribes, on every server of the target, to what tells of changed keys: keyspace
 // notifications when the server has them on, else CLIENT TRACKING, else only locklib's events
 // channel (each refusal is a warning). Keys heard of go into dirty; a subscriber that had to
-// reconnect calls reconnected, since what happened meanwhile was not heard. Subscribers end
+// reconnect, or heard of a change without its keys (a flush), calls reconnected, since what
+// happened was not heard key by key. Subscribers end
 // with ctx. It returns how each server is followed.
 func (s *Scanner) follow(ctx context.Context, dirty *dirtyKeys, reconnected func(), warn func(string)) []ServerFollow {
 	targets, err := s.followTargets(ctx)
@@ -167,7 +172,8 @@ func (s *Scanner) followServer(ctx context.Context, t followed, events bool, dir
 // listen opens a subscriber connection of its own to t, in RESP2 so that tracking
 // invalidations arrive as messages on invalidateChannel, and forwards the keys it hears of
 // to dirty until ctx ends. For tracking, every connection it opens first turns tracking on,
-// redirected to itself (its own CLIENT ID), so a reconnect restores it. A reply error means
+// redirected to itself (its own CLIENT ID), so a reconnect restores it; for notifications,
+// tracking of flushes only, where the server allows it. A reply error means
 // the server refused the mechanism (ACL, unknown command): nothing is left open. Other
 // errors (the server is down now) are left to go-redis, which connects and subscribes later.
 func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events bool, dirty *dirtyKeys, reconnected func()) error {
@@ -182,8 +188,16 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 				return err
 			}
 		}
-		if mech == FollowTracking {
+		switch mech {
+		case FollowTracking:
 			if err := enableTracking(ctx, cn, prefix); err != nil {
+				return err
+			}
+		case FollowNotifications:
+			// No keyspace event names the keys a FLUSHALL removes, but every tracking
+			// connection hears of a flush: tracking a prefix no lock has hears of nothing else.
+			// Where tracking is refused, a flush waits for the background re-scan.
+			if err := enableTracking(ctx, cn, flushOnlyPrefix); err != nil && !isReply(err) {
 				return err
 			}
 		}
@@ -193,7 +207,7 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 		return nil
 	}
 	var channels []string
-	if mech == FollowTracking {
+	if mech != FollowEvents {
 		channels = append(channels, invalidateChannel)
 	}
 	if events {
@@ -213,9 +227,13 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 		client.Close()
 		return err
 	}
-	go s.forwardHints(ctx, sub, client, dirty)
+	go s.forwardHints(ctx, sub, client, dirty, reconnected)
 	return nil
 }
+
+// flushOnlyPrefix is the tracking prefix of a subscriber that follows keyspace notifications:
+// one no lock key starts with, so that it hears of flushes only.
+const flushOnlyPrefix = "\x00lockscope:flush-only\x00"
 
 // enableTracking turns on broadcast tracking of keys starting with prefix (all keys when it
 // is empty) on cn, redirected to cn itself.
@@ -241,7 +259,9 @@ func literalPrefix(pattern string) string {
 }
 
 // notificationsOn reports whether the server sends keyspace notifications for every change
-// of a lock key: K (keyspace channel) and g, $, h and x (or A, which includes them). A user
+// of a lock key: K (keyspace channel) and g, $, h, x and e (or A, which includes them;
+// without e, locks evicted under maxmemory, which volatile-* policies pick among keys with a
+// TTL, stayed in the census until the next pass). A user
 // who may not run CONFIG GET gets false: tracking needs no configuration.
 func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	cur, err := rdb.ConfigGet(ctx, "notify-keyspace-events").Result()
@@ -255,7 +275,7 @@ func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	if strings.Contains(flags, "A") {
 		return true
 	}
-	for _, f := range "g$hx" {
+	for _, f := range "g$hxe" {
 		if !strings.ContainsRune(flags, f) {
 			return false
 		}
@@ -263,24 +283,51 @@ func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	return true
 }
 
-func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *redis.Client, dirty *dirtyKeys) {
+// hintsHealthCheck is how long a subscriber waits for a message before it pings the server,
+// so that a dead connection is found and replaced.
+const hintsHealthCheck = 30 * time.Second
+
+// forwardHints reads the subscriber's messages (its own loop rather than PubSub.Channel,
+// which drops a message it cannot decode without a word) until ctx ends.
+func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *redis.Client, dirty *dirtyKeys, lost func()) {
 	defer client.Close()
 	defer sub.Close()
-	msgs := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-msgs:
-			if !ok {
-				return
+	for ctx.Err() == nil {
+		msg, err := sub.ReceiveTimeout(ctx, hintsHealthCheck)
+		var netErr net.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &netErr) && netErr.Timeout():
+			_ = sub.Ping(ctx) // a dead connection fails the next receive, which reconnects
+			continue
+		default:
+			if !errors.As(err, &netErr) && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				// Not the connection (go-redis reconnects, and OnConnect says so): a message
+				// it could not decode, above all CLIENT TRACKING's null invalidation of every
+				// key on FLUSHALL or FLUSHDB. Which keys changed is unknown: take the census again.
+				lost()
 			}
-			for _, key := range hintKeys(m) {
-				if MatchGlob(s.opts.Pattern, key) {
-					dirty.add(key)
-				}
+			sleepCtx(ctx, 100*time.Millisecond) // as PubSub.Channel does after an error
+			continue
+		}
+		m, ok := msg.(*redis.Message)
+		if !ok {
+			continue // a subscription's confirmation or a pong
+		}
+		for _, key := range hintKeys(m) {
+			if MatchGlob(s.opts.Pattern, key) {
+				dirty.add(key)
 			}
 		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

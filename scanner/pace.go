@@ -43,9 +43,14 @@ func (g *pacer) step(ctx context.Context, f func() error) error {
 	start := time.Now()
 	err := f()
 	took := time.Since(start)
-	g.next = time.Now().Add(time.Duration(float64(took) * (1 - g.budget) / g.budget))
+	rest := float64(took) * (1 - g.budget) / g.budget
+	// A tiny budget's rest overflows a Duration, whose conversion is then no rest at all.
+	g.next = time.Now().Add(time.Duration(min(rest, float64(maxRest))))
 	return err
 }
+
+// maxRest bounds the gate's rest after a step.
+const maxRest = 24 * time.Hour
 
 // pacers are one pass's gates: one per server scanned, except for Redlock, where every
 // walk reads every instance, so one gate for the whole pass keeps each instance within the

@@ -2,9 +2,14 @@ package scanner
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockscope/lockscope/connect"
+	"github.com/redis/go-redis/v9"
 )
 
 // Watch takes a census and then follows it: it streams what the first pass finds at full
@@ -75,10 +80,48 @@ type watcher struct {
 	gen    atomic.Uint64 // the pass running, or the last one: the Gen of re-read records
 	// expiring is set when a server is followed by events only: it re-reads keys as their
 	// TTLs run out.
-	expiring *expiries
-	servers  []ServerFollow
-	current  atomic.Pointer[pass] // the background pass running, nil otherwise
-	last     atomic.Int64         // keys the last complete pass scanned
+	expiring  *expiries
+	serversMu sync.Mutex
+	servers   []ServerFollow
+	current   atomic.Pointer[pass] // the background pass running, nil otherwise
+	last      atomic.Int64         // keys the last complete pass scanned
+
+	// ordered makes the pass's batches and the re-reads reach the stream one at a time, and
+	// holds the keys re-read during pass rereadGen: a pass's record of such a key may have
+	// been read before the change the re-read saw (its batch waited for its fences, or for
+	// the consumer), and sent after it would show a deleted lock, or an old holder, until the
+	// next pass. The re-read is no older than anything a hint has not corrected since.
+	ordered   sync.Mutex
+	rereadGen uint64
+	rereadNow map[string]struct{}
+}
+
+// sendPassBatch sends locks read by pass gen, without the keys a re-read sent since the pass
+// began.
+func (w *watcher) sendPassBatch(gen uint64, locks []Lock) bool {
+	w.ordered.Lock()
+	defer w.ordered.Unlock()
+	if w.rereadGen == gen && len(w.rereadNow) > 0 {
+		locks = slices.DeleteFunc(locks, func(l Lock) bool {
+			_, reread := w.rereadNow[l.Key]
+			return reread
+		})
+	}
+	return len(locks) == 0 || w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks})
+}
+
+// sendReread sends re-read locks, tagged with the pass running (or the last one).
+func (w *watcher) sendReread(locks []Lock) bool {
+	w.ordered.Lock()
+	defer w.ordered.Unlock()
+	gen := w.gen.Load()
+	if w.rereadGen != gen {
+		w.rereadGen, w.rereadNow = gen, map[string]struct{}{}
+	}
+	for i := range locks {
+		w.rereadNow[locks[i].Key] = struct{}{}
+	}
+	return w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks})
 }
 
 func (s *Scanner) watch(ctx context.Context, f *Follower) {
@@ -132,7 +175,7 @@ func (w *watcher) passes() {
 					return nil
 				}
 				w.expiring.note(locks)
-				if !w.send(Update{Kind: UpdateBatch, Gen: gen, Locks: locks}) {
+				if !w.sendPassBatch(gen, locks) {
 					return ctx.Err()
 				}
 				return nil
@@ -227,7 +270,7 @@ func (w *watcher) rereads() {
 				continue
 			}
 			w.expiring.note(locks)
-			if !w.send(Update{Kind: UpdateBatch, Gen: w.gen.Load(), Locks: locks}) {
+			if !w.sendReread(locks) {
 				return
 			}
 		}
@@ -245,7 +288,8 @@ func (w *watcher) reportFollowing() {
 			return
 		case <-tick.C:
 		}
-		if f := w.following(); f.Rescan != sent.Rescan {
+		w.followNewMasters()
+		if f := w.following(); f.Rescan != sent.Rescan || len(f.Servers) != len(sent.Servers) {
 			if !w.send(Update{Kind: UpdateFollowing, Following: f}) {
 				return
 			}
@@ -255,7 +299,10 @@ func (w *watcher) reportFollowing() {
 }
 
 func (w *watcher) following() Following {
-	return Following{Servers: w.servers, Budget: w.s.opts.ScanBudget, Rescan: w.progress()}
+	w.serversMu.Lock()
+	servers := w.servers
+	w.serversMu.Unlock()
+	return Following{Servers: servers, Budget: w.s.opts.ScanBudget, Rescan: w.progress()}
 }
 
 // progress is how far the background pass is, in whole percent as a fraction: its keys so far
@@ -267,4 +314,40 @@ func (w *watcher) progress() float64 {
 	}
 	pct := min(99, 100*p.scanned.Load()/last)
 	return float64(pct) / 100
+}
+
+// followNewMasters follows the cluster masters that were not masters when the watch began (a
+// replica promoted by a failover, a node given slots), and starts the pass over, since what
+// they changed meanwhile was not heard. The cluster's view is refreshed in the background
+// (a CLUSTER SLOTS) for the next call.
+func (w *watcher) followNewMasters() {
+	cc, ok := w.s.target.Clients[0].(*redis.ClusterClient)
+	if !ok || w.s.target.Mode != connect.Cluster {
+		return
+	}
+	defer cc.ReloadState(w.ctx)
+	targets, err := w.s.followTargets(w.ctx)
+	if err != nil {
+		return
+	}
+	w.serversMu.Lock()
+	servers := slices.Clone(w.servers)
+	w.serversMu.Unlock()
+	added := false
+	for _, t := range targets {
+		if slices.ContainsFunc(servers, func(sf ServerFollow) bool { return sf.Addr == t.addr }) {
+			continue
+		}
+		mech := w.s.followServer(w.ctx, t, false, w.dirty, w.reconnected, w.warn)
+		servers = append(servers, ServerFollow{Addr: t.addr, Mechanism: mech})
+		added = true
+	}
+	if !added {
+		return
+	}
+	slices.SortFunc(servers, func(a, b ServerFollow) int { return strings.Compare(a.Addr, b.Addr) })
+	w.serversMu.Lock()
+	w.servers = servers
+	w.serversMu.Unlock()
+	w.reconnected()
 }
