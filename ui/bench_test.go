@@ -42,7 +42,7 @@ func loadedModel(b *testing.B, n int, q viewQuery) *Model {
 	m.locks.apply(millionLocks(n), 1)
 	m.query = q
 	m.installView(buildView(m.locks.snapshot(), q, t0, m.stuckAfter), -1)
-	m.table.moveTo(n/2, m.view.rows) // somewhere in the middle
+	m.table.moveTo(n/2, m.view) // somewhere in the middle
 	return m
 }
 

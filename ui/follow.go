@@ -13,11 +13,7 @@ func (m *Model) focusCmd() tea.Cmd {
 	if m.focus == nil {
 		return nil
 	}
-	rows := m.table.visible(m.view.rows)
-	keys := make([]string, len(rows))
-	for i, l := range rows {
-		keys[i] = l.Key
-	}
+	keys := slices.DeleteFunc(m.table.visible(m.view), func(key string) bool { return key == "" })
 	if slices.Equal(keys, m.focused) {
 		return nil
 	}

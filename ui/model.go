@@ -65,6 +65,7 @@ type Model struct {
 	view       viewIndex
 	query      viewQuery
 	queryGen   uint64 // bumped on every filter or sort change
+	viewGen    uint64 // the query generation of the installed view (a full build's)
 	building   bool   // a view build command is in flight
 	rebuildDue bool   // a rebuild is scheduled (rebuildMsg)
 	dirty      bool   // the census or query changed since the last build started
@@ -149,7 +150,7 @@ func (m *Model) Init() tea.Cmd {
 // the table's window follows the layout, which banners, notices and panes may have changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
-	m.table.setHeight(m.layout().tableRows, m.view.rows)
+	m.table.setHeight(m.layout().tableRows, m.view)
 	return m, cmd
 }
 
@@ -185,6 +186,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return waitForEvent(m.eventCh)
 	case viewBuiltMsg:
 		return m.onViewBuilt(msg)
+	case viewPartialMsg:
+		m.onViewPartial(msg)
+		return nil
 	case rebuildMsg:
 		m.rebuildDue = false
 		if m.dirty {
@@ -304,6 +308,7 @@ func (m *Model) requestView() tea.Cmd {
 	if len(snap) <= m.syncLimit {
 		idx := buildView(snap, m.query, m.clock(), m.stuckAfter)
 		m.installView(idx, indexOfKey(idx.rows, m.table.selKey))
+		m.viewGen = m.queryGen
 		return nil
 	}
 	m.building = true
@@ -324,6 +329,7 @@ func (m *Model) onViewBuilt(msg viewBuiltMsg) tea.Cmd {
 		at = msg.selIndex
 	}
 	m.installView(msg.index, at)
+	m.viewGen = msg.gen
 	if !m.dirty {
 		return nil
 	}
@@ -333,10 +339,24 @@ func (m *Model) onViewBuilt(msg viewBuiltMsg) tea.Cmd {
 
 func (m *Model) installView(idx viewIndex, selAt int) {
 	m.view = idx
-	m.table.follow(selAt, m.view.rows)
+	m.table.follow(selAt, m.view)
 }
 
-// setQuery applies a filter or sort change.
+// onViewPartial shows the first rows of a new order until its full build lands, unless the
+// query changed again or the full build landed first.
+func (m *Model) onViewPartial(msg viewPartialMsg) {
+	if msg.gen != m.queryGen || m.viewGen == msg.gen {
+		return
+	}
+	m.installView(msg.index, -1)
+}
+
+// partialPages is how many pages past the window a partial view ranks: paging on stays on
+// ranked rows for a while.
+const partialPages = 3
+
+// setQuery applies a filter or sort change. On a large census the rows of the new order come
+// in two steps: the first pages from one pass over the census, then the full index.
 func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	m.query = q
 	m.queryGen++
@@ -344,7 +364,12 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 		m.table.cursor, m.table.offset, m.table.selKey = 0, 0, ""
 	}
 	m.rebuildDue = false // the user waits for this one: no spacing
-	return m.requestView()
+	if m.locks.len() <= m.syncLimit {
+		return m.requestView()
+	}
+	limit := m.table.offset + (partialPages+1)*max(m.table.height, 1)
+	partial := partialViewCmd(m.locks.snapshot(), q, m.queryGen, m.clock(), m.stuckAfter, limit)
+	return tea.Sequence(partial, m.requestView())
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census
