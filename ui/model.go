@@ -343,17 +343,23 @@ func (m *Model) installView(idx viewIndex, selAt int) {
 }
 
 // onViewPartial shows the first rows of a new order until its full build lands, unless the
-// query changed again or the full build landed first.
+// query changed again or the full build landed first. The selected lock stays selected: on
+// its row when the partial view has it, else on the first row still being sorted until the
+// full build places it.
 func (m *Model) onViewPartial(msg viewPartialMsg) {
 	if msg.gen != m.queryGen || m.viewGen == msg.gen {
 		return
 	}
-	m.installView(msg.index, -1)
+	at := indexOfKey(msg.index.rows, m.table.selKey)
+	if at < 0 && m.table.selKey != "" {
+		at = len(msg.index.rows)
+	}
+	m.installView(msg.index, at)
 }
 
-// partialPages is how many pages past the window a partial view ranks: paging on stays on
+// partialPages is how many pages a partial view ranks: paging on from the top stays on
 // ranked rows for a while.
-const partialPages = 3
+const partialPages = 4
 
 // setQuery applies a filter or sort change. On a large census the rows of the new order come
 // in two steps: the first pages from one pass over the census, then the full index.
@@ -367,7 +373,7 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	if m.locks.len() <= m.syncLimit {
 		return m.requestView()
 	}
-	limit := m.table.offset + (partialPages+1)*max(m.table.height, 1)
+	limit := partialPages * max(m.table.height, 1)
 	partial := partialViewCmd(m.locks.snapshot(), q, m.queryGen, m.clock(), m.stuckAfter, limit)
 	return tea.Sequence(partial, m.requestView())
 }

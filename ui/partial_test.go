@@ -80,11 +80,16 @@ func splitQueryCmd(t *testing.T, cmd tea.Cmd) (viewPartialMsg, viewBuiltMsg) {
 // order, and the full build then fills every page.
 func TestSortShowsPartialThenFull(t *testing.T) {
 	m := largeModel(t, 2000, 20)
+	sel := m.table.selKey
 	part, full := splitQueryCmd(t, typeKeys(m, "T"))
 	m.Update(part)
 	if m.view.unranked == 0 || len(m.view.rows) == 0 || !slices.Equal(m.view.rows, full.index.rows[:len(m.view.rows)]) {
 		t.Fatalf("partial view not installed: %d rows, %d unranked", len(m.view.rows), m.view.unranked)
 	}
+	if at := slices.Index(full.index.rows, sel); m.table.selKey != sel || m.table.cursor != min(at, len(m.view.rows)) {
+		t.Fatalf("selection %q at %d, want %q at %d of the new order (%d ranked)", m.table.selKey, m.table.cursor, sel, at, len(m.view.rows))
+	}
+	typeKeys(m, "g")
 	shown := screen(m)
 	mustContain(t, shown, full.index.rows[0])
 	mustNotContain(t, shown, "sorting…")

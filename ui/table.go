@@ -39,13 +39,13 @@ func (t *lockTable) setHeight(h int, v viewIndex) {
 // moveBy moves the cursor n rows (negative: up).
 func (t *lockTable) moveBy(n int, v viewIndex) {
 	t.cursor += n
-	t.clamp(v)
+	t.moved(v)
 }
 
 // moveTo puts the cursor on row i.
 func (t *lockTable) moveTo(i int, v viewIndex) {
 	t.cursor = i
-	t.clamp(v)
+	t.moved(v)
 }
 
 // scrollBy moves the window (mouse wheel), dragging the cursor along when it would leave it.
@@ -57,7 +57,7 @@ func (t *lockTable) scrollBy(n int, v viewIndex) {
 	if t.height > 0 && t.cursor >= t.offset+t.height {
 		t.cursor = t.offset + t.height - 1
 	}
-	t.clamp(v)
+	t.moved(v)
 }
 
 // follow re-finds the selected key after a rebuild: at index i when known, else it keeps the
@@ -82,11 +82,17 @@ func (t *lockTable) clamp(v viewIndex) {
 		}
 	}
 	t.offset = min(max(t.offset, 0), max(n-t.height, 0))
-	if n == 0 {
-		t.selKey = ""
-		return
+	// On a row a partial view has not ranked yet, the selection stays on its lock, for the
+	// full build to place; a move by the user lets go of it first (moved).
+	if key := v.key(t.cursor); key != "" || v.unranked == 0 {
+		t.selKey = key
 	}
-	t.selKey = v.key(t.cursor)
+}
+
+// moved is the end of a move by the user: the selection is the row the cursor is on.
+func (t *lockTable) moved(v viewIndex) {
+	t.selKey = ""
+	t.clamp(v)
 }
 
 // visible is the keys of the window of rows on screen, "" for a row not ranked yet.
