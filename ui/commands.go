@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -63,15 +64,16 @@ func tick() tea.Cmd {
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
 func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
 	return func() tea.Msg {
-		rank, matched, counts := rankRows(snap, q, now, stuckAfter, 0)
+		rank := present.NewRanking[string](q.sort, q.desc, 0)
+		matched, counts := rankRows(snap, q, now, stuckAfter, rank)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
 		idx := viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
 	}
 }
 
-// partialViewCmd finds the first limit rows of a new order in one pass, for the table to show
-// while the full build runs.
+// partialViewCmd finds the first and the last limit rows of a new order in one pass, for the
+// table to show while the full build runs.
 func partialViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, limit int) tea.Cmd {
 	return func() tea.Msg {
 		return viewPartialMsg{gen: gen, index: buildPartialView(snap, q, now, stuckAfter, limit)}

@@ -350,15 +350,15 @@ func (m *Model) onViewPartial(msg viewPartialMsg) {
 	if msg.gen != m.queryGen || m.viewGen == msg.gen {
 		return
 	}
-	at := indexOfKey(msg.index.rows, m.table.selKey)
+	at := msg.index.indexOf(m.table.selKey)
 	if at < 0 && m.table.selKey != "" {
 		at = len(msg.index.rows)
 	}
 	m.installView(msg.index, at)
 }
 
-// partialPages is how many pages a partial view ranks: paging on from the top stays on
-// ranked rows for a while.
+// partialPages is how many pages a partial view ranks at each end: paging on from the top or
+// the bottom stays on ranked rows for a while.
 const partialPages = 4
 
 // setQuery applies a filter or sort change. On a large census the rows of the new order come

@@ -27,10 +27,10 @@ func partialCensus(n int) []scanner.Lock {
 	return locks
 }
 
-// TestPartialViewIsTheFullViewsHead: the rows a partial view shows are exactly the first rows
-// of the full index, for every order, both directions, with and without a filter, and it
-// counts the rest.
-func TestPartialViewIsTheFullViewsHead(t *testing.T) {
+// TestPartialViewIsTheFullViewsEnds: the rows a partial view shows are exactly the first and
+// the last rows of the full index, for every order, both directions, with and without a
+// filter, and it counts the rest.
+func TestPartialViewIsTheFullViewsEnds(t *testing.T) {
 	set := newLockSet()
 	set.apply(partialCensus(3000), 1)
 	for _, filter := range []string{"", "api-4"} {
@@ -40,10 +40,14 @@ func TestPartialViewIsTheFullViewsHead(t *testing.T) {
 				full := buildView(set.snapshot(), q, t0, time.Hour)
 				for _, limit := range []int{1, 37, len(full.rows), len(full.rows) + 5} {
 					part := buildPartialView(set.snapshot(), q, t0, time.Hour, limit)
-					head := full.rows[:min(limit, len(full.rows))]
-					if !slices.Equal(part.rows, head) || part.len() != len(full.rows) || part.counts != full.counts {
-						t.Fatalf("filter %q, %v desc=%v, limit %d: partial %d rows + %d unranked %v, full %d rows %v",
-							filter, sort, desc, limit, len(part.rows), part.unranked, part.rows[:min(3, len(part.rows))], len(full.rows), head[:min(3, len(head))])
+					if part.len() != len(full.rows) || part.counts != full.counts {
+						t.Fatalf("filter %q, %v desc=%v, limit %d: %d rows, want %d", filter, sort, desc, limit, part.len(), len(full.rows))
+					}
+					for i, key := range full.rows {
+						ranked := i < limit || i >= len(full.rows)-limit
+						if got := part.key(i); got != key && (ranked || got != "") {
+							t.Fatalf("filter %q, %v desc=%v, limit %d: row %d is %q, want %q (ranked: %v)", filter, sort, desc, limit, i, got, key, ranked)
+						}
 					}
 				}
 			}
@@ -94,16 +98,23 @@ func TestSortShowsPartialThenFull(t *testing.T) {
 	mustContain(t, shown, full.index.rows[0])
 	mustNotContain(t, shown, "sorting…")
 	typeKeys(m, "G")
-	last := full.index.rows[len(full.index.rows)-1]
+	mustContain(t, screen(m), full.index.rows[len(full.index.rows)-1])
+	typeKeys(m, "g")
+	for range 10 {
+		typeKeys(m, "space")
+	}
+	if m.table.cursor < len(m.view.rows) || m.table.cursor >= len(m.view.rows)+m.view.unranked {
+		t.Fatalf("paging went to row %d, not past the %d ranked first rows", m.table.cursor, len(m.view.rows))
+	}
+	want := full.index.rows[m.table.cursor]
 	shown = screen(m)
 	mustContain(t, shown, "sorting…")
-	mustNotContain(t, shown, last)
 	if strings.Count(shown, "lock:order:") != 0 {
-		t.Fatalf("rows shown past the partial view:\n%s", shown)
+		t.Fatalf("rows shown between the partial view's ends:\n%s", shown)
 	}
 	m.Update(full)
 	shown = screen(m)
-	mustContain(t, shown, last)
+	mustContain(t, shown, want)
 	mustNotContain(t, shown, "sorting…")
 }
 
@@ -125,4 +136,18 @@ func TestStalePartialViewDropped(t *testing.T) {
 	if m.view.unranked != 0 || !slices.Equal(m.view.rows, full.index.rows) {
 		t.Fatalf("a partial view replaced its full build: %d rows, %d unranked", len(m.view.rows), m.view.unranked)
 	}
+}
+
+// TestPartialViewPlacesSelectionAtTheEnd: reversing the order moves the selected first lock to
+// the last row, which the partial view already ranks: the cursor follows it there at once.
+func TestPartialViewPlacesSelectionAtTheEnd(t *testing.T) {
+	m := largeModel(t, 2000, 20)
+	typeKeys(m, "g")
+	first := m.table.selKey
+	part, _ := splitQueryCmd(t, typeKeys(m, "K")) // by key, reversed
+	m.Update(part)
+	if m.table.selKey != first || m.table.cursor != m.view.len()-1 {
+		t.Fatalf("selection %q on row %d of %d, want %q on the last", m.table.selKey, m.table.cursor, m.view.len(), first)
+	}
+	mustContain(t, screen(m), first)
 }

@@ -363,25 +363,27 @@ func waitersOf(l *scanner.Lock, fromEvents map[string]int) (int, bool) {
 // (the index may be a rebuild behind the census: a key removed since shows as gone).
 func (t lockTable) view(v viewIndex, latest func(string) *scanner.Lock, width int, q viewQuery, rc rowContext) string {
 	vis := t.visible(v)
-	fresh := make([]*scanner.Lock, 0, len(vis))
-	for _, key := range vis {
+	fresh := make([]*scanner.Lock, len(vis)) // nil: not ranked yet
+	known := make([]*scanner.Lock, 0, len(vis))
+	for i, key := range vis {
 		if key == "" {
-			break // the rest of the window waits for the full build
+			continue
 		}
-		l := latest(key)
-		if l == nil {
-			l = &scanner.Lock{Key: key, Gone: true}
+		if fresh[i] = latest(key); fresh[i] == nil {
+			fresh[i] = &scanner.Lock{Key: key, Gone: true}
 		}
-		fresh = append(fresh, l)
+		known = append(known, fresh[i])
 	}
-	cols := layoutColumns(width, fresh)
+	cols := layoutColumns(width, known)
 	lines := make([]string, 0, t.height+1)
 	lines = append(lines, rc.st.header.Render(fitLine(cols.header(q.sort, q.desc), width)))
 	for i, l := range fresh {
-		lines = append(lines, fitLine(cols.row(l, t.offset+i == t.cursor, rc), width))
-	}
-	if len(fresh) < len(vis) {
-		lines = append(lines, rc.st.dim.Render(fitLine("  sorting…", width)))
+		switch {
+		case l != nil:
+			lines = append(lines, fitLine(cols.row(l, t.offset+i == t.cursor, rc), width))
+		case i == 0 || fresh[i-1] != nil: // one line for the rows the full build will bring
+			lines = append(lines, rc.st.dim.Render(fitLine("  sorting…", width)))
+		}
 	}
 	return strings.Join(lines, "\n")
 }
