@@ -298,13 +298,18 @@ func (m *Model) onEvent(ev protocol.Event) {
 // requestView asks for the view index to be rebuilt after a data or query change: inline for
 // small censuses, else by a command, one at a time (a change during a build marks the index
 // dirty and the build's completion starts the next one).
-func (m *Model) requestView() tea.Cmd {
+func (m *Model) requestView() tea.Cmd { return m.requestViewOf(nil) }
+
+// requestViewOf is requestView with a snapshot of the census already taken (nil: none yet).
+func (m *Model) requestViewOf(snap []*lockRow) tea.Cmd {
 	if m.building || m.rebuildDue {
 		m.dirty = true
 		return nil
 	}
 	m.dirty = false
-	snap := m.locks.snapshot()
+	if snap == nil {
+		snap = m.locks.snapshot()
+	}
 	if len(snap) <= m.syncLimit {
 		idx := buildView(snap, m.query, m.clock(), m.stuckAfter)
 		m.installView(idx, indexOfKey(idx.rows, m.table.selKey))
@@ -373,9 +378,9 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	if m.locks.len() <= m.syncLimit {
 		return m.requestView()
 	}
-	limit := partialPages * max(m.table.height, 1)
-	partial := partialViewCmd(m.locks.snapshot(), q, m.queryGen, m.clock(), m.stuckAfter, limit)
-	return tea.Sequence(partial, m.requestView())
+	snap := m.locks.snapshot() // for both: the full build starts when the partial view is out
+	partial := partialViewCmd(snap, q, m.queryGen, m.clock(), m.stuckAfter, partialPages*max(m.table.height, 1))
+	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census
