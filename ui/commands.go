@@ -65,7 +65,7 @@ func tick() tea.Cmd {
 func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
 	return func() tea.Msg {
 		rank := present.NewRanking[string](q.sort, q.desc, 0)
-		matched, counts := rankRows(snap, q, now, stuckAfter, rank)
+		matched, counts := rankRows(snap, q, now, stuckAfter, rowKey, rank)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
 		idx := viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lockscope/lockscope/present"
@@ -21,6 +23,10 @@ const expiringSoon = 5 * time.Second
 // lockCounts are the status bar's figures over the whole census (not only the filtered rows).
 type lockCounts struct {
 	total, soon, noExpiry, stuck int
+}
+
+func (c *lockCounts) add(o lockCounts) {
+	c.total, c.soon, c.noExpiry, c.stuck = c.total+o.total, c.soon+o.soon, c.noExpiry+o.noExpiry, c.stuck+o.stuck
 }
 
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
@@ -66,24 +72,62 @@ func (v viewIndex) indexOf(key string) int {
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
 func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
 	rank := present.NewRanking[string](q.sort, q.desc, 0)
-	matched, counts := rankRows(all, q, now, stuckAfter, rank)
+	matched, counts := rankRows(all, q, now, stuckAfter, rowKey, rank)
 	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
 
+func rowKey(r *lockRow) string { return r.key }
+
+func sameRow(r *lockRow) *lockRow { return r }
+
 // buildPartialView is the first and the last limit rows of the view buildView makes, from one
 // pass without a sort of the rest: the last ones are the first of the reverse order (the
-// order is total: ties are broken by key).
+// order is total: ties are broken by key). The pass is split across the cores: each part
+// keeps its own first and last rows, and the view's are the first and last of those.
 func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, limit int) viewIndex {
+	type part struct {
+		head, tail *present.Ranking[*lockRow]
+		matched    int
+		counts     lockCounts
+	}
+	parts := make([]part, min(runtime.GOMAXPROCS(0), max(len(all)/partialPartMin, 1)))
+	var wg sync.WaitGroup
+	for i := range parts {
+		p := &parts[i]
+		p.head = present.NewRanking[*lockRow](q.sort, q.desc, limit)
+		p.tail = present.NewRanking[*lockRow](q.sort, !q.desc, limit)
+		wg.Go(func() {
+			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, now, stuckAfter, sameRow, p.head, p.tail)
+		})
+	}
+	wg.Wait()
 	head := present.NewRanking[string](q.sort, q.desc, limit)
 	tail := present.NewRanking[string](q.sort, !q.desc, limit)
-	matched, counts := rankRows(all, q, now, stuckAfter, head, tail)
-	v := viewIndex{rows: rankedKeys(head, min(matched, limit)), counts: counts}
+	var v viewIndex
+	matched := 0
+	var l scanner.Lock
+	for _, p := range parts {
+		matched += p.matched
+		v.counts.add(p.counts)
+		for r := range p.head.Sorted() {
+			r.fill(&l)
+			head.Add(&l, r.key)
+		}
+		for r := range p.tail.Sorted() {
+			r.fill(&l)
+			tail.Add(&l, r.key)
+		}
+	}
+	v.rows = rankedKeys(head, min(matched, limit))
 	last := rankedKeys(tail, min(matched-len(v.rows), limit))
 	slices.Reverse(last)
 	v.tail = last
 	v.unranked = matched - len(v.rows) - len(v.tail)
 	return v
 }
+
+// partialPartMin is the fewest rows worth a goroutine of a partial view's pass.
+const partialPartMin = 50_000
 
 // rankedKeys collects the first n ranked keys into a slice of that size.
 func rankedKeys(rank *present.Ranking[string], n int) []string {
@@ -97,9 +141,9 @@ func rankedKeys(rank *present.Ranking[string], n int) []string {
 	return rows
 }
 
-// rankRows counts the census and adds the keys of the rows the filter lets through to each
-// ranking; the rows themselves are not needed after it.
-func rankRows(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, ranks ...*present.Ranking[string]) (matched int, counts lockCounts) {
+// rankRows counts the census and adds the rows the filter lets through to each ranking, as
+// rowOf makes them (the rows themselves are not needed after it when that is their key).
+func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
 	counts.total = len(all)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
 	for _, r := range all {
@@ -116,7 +160,7 @@ func rankRows(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Durati
 		if q.filter.match(l.Key, l.Node, l.Trace) {
 			matched++
 			for _, rank := range ranks {
-				rank.Add(&l, r.key)
+				rank.Add(&l, rowOf(r))
 			}
 		}
 	}
