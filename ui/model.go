@@ -347,7 +347,7 @@ func (m *Model) installView(idx viewIndex, selAt int) {
 	m.table.follow(selAt, m.view)
 }
 
-// onViewPartial shows the first rows of a new order until its full build lands, unless the
+// onViewPartial shows both ends of a new order until its full build lands, unless the
 // query changed again or the full build landed first. The selected lock stays selected: on
 // its row when the partial view has it, else on the first row still being sorted until the
 // full build places it.
@@ -367,7 +367,7 @@ func (m *Model) onViewPartial(msg viewPartialMsg) {
 const partialPages = 4
 
 // setQuery applies a filter or sort change. On a large census the rows of the new order come
-// in two steps: the first pages from one pass over the census, then the full index.
+// in two steps: its first and last pages from one pass over the census, then the full index.
 func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	m.query = q
 	m.queryGen++
