@@ -72,7 +72,7 @@ func (v viewIndex) indexOf(key string) int {
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
 func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
 	rank := present.NewRanking[string](q.sort, q.desc, 0)
-	matched, counts := rankRows(all, q, now, stuckAfter, rowKey, rank)
+	matched, counts := rankRows(all, q, now, stuckAfter, nil, rowKey, rank)
 	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
 
@@ -84,7 +84,7 @@ func sameRow(r *lockRow) *lockRow { return r }
 // pass without a sort of the rest: the last ones are the first of the reverse order (the
 // order is total: ties are broken by key). The pass is split across the cores: each part
 // keeps its own first and last rows, and the view's are the first and last of those.
-func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, limit int) viewIndex {
+func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, limit int) viewIndex {
 	type part struct {
 		head, tail *present.Ranking[*lockRow]
 		matched    int
@@ -97,7 +97,7 @@ func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter tim
 		p.head = present.NewRanking[*lockRow](q.sort, q.desc, limit)
 		p.tail = present.NewRanking[*lockRow](q.sort, !q.desc, limit)
 		wg.Go(func() {
-			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, now, stuckAfter, sameRow, p.head, p.tail)
+			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, now, stuckAfter, outdated, sameRow, p.head, p.tail)
 		})
 	}
 	wg.Wait()
@@ -126,6 +126,9 @@ func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter tim
 	return v
 }
 
+// outdatedEvery is how many rows a build ranks between two looks at whether it is outdated.
+const outdatedEvery = 1 << 14
+
 // partialPartMin is the fewest rows worth a goroutine of a partial view's pass.
 const partialPartMin = 50_000
 
@@ -142,11 +145,15 @@ func rankedKeys(rank *present.Ranking[string], n int) []string {
 }
 
 // rankRows counts the census and adds the rows the filter lets through to each ranking, as
-// rowOf makes them (the rows themselves are not needed after it when that is their key).
-func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
+// rowOf makes them (the rows themselves are not needed after it when that is their key). It
+// stops early, with partial figures, once outdated (nil: never) says nobody wants them.
+func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
 	counts.total = len(all)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
-	for _, r := range all {
+	for i, r := range all {
+		if i%outdatedEvery == 0 && outdated != nil && outdated() {
+			break
+		}
 		r.fill(&l)
 		switch {
 		case l.NoExpiry:

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -61,17 +62,20 @@ type Model struct {
 	focused []string
 
 	// The census and its cached, filtered and sorted view.
-	locks      lockSet
-	view       viewIndex
-	query      viewQuery
-	queryGen   uint64 // bumped on every filter or sort change
-	viewGen    uint64 // the query generation of the installed view (a full build's)
-	building   bool   // a view build command is in flight
-	rebuildDue bool   // a rebuild is scheduled (rebuildMsg)
-	dirty      bool   // the census or query changed since the last build started
-	syncLimit  int
-	passGen    uint64 // the newest complete scanner pass
-	waiters    map[string]int
+	locks    lockSet
+	view     viewIndex
+	query    viewQuery
+	queryGen uint64 // bumped on every filter or sort change
+	// latestQuery is queryGen for the commands in flight: a build for an older query stops
+	// early instead of taking the cores from the new query's.
+	latestQuery *atomic.Uint64
+	viewGen     uint64 // the query generation of the installed view (a full build's)
+	building    bool   // a view build command is in flight
+	rebuildDue  bool   // a rebuild is scheduled (rebuildMsg)
+	dirty       bool   // the census or query changed since the last build started
+	syncLimit   int
+	passGen     uint64 // the newest complete scanner pass
+	waiters     map[string]int
 
 	table    lockTable
 	status   statusBar
@@ -99,24 +103,25 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 	}
 	readOnly := o.ReadOnly || o.Admin == nil || o.Admin.ReadOnly()
 	m := &Model{
-		ctx:        ctx,
-		clock:      clock,
-		now:        clock(),
-		admin:      o.Admin,
-		readOnly:   readOnly,
-		stuckAfter: stuck,
-		profile:    colorprofile.TrueColor,
-		isDark:     true,
-		keys:       newKeyMap(readOnly),
-		help:       help.New(),
-		scanCh:     scanCh,
-		eventCh:    eventCh,
-		locks:      newLockSet(),
-		syncLimit:  syncViewLimit,
-		waiters:    map[string]int{},
-		status:     statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
-		redact:     o.Target.Redact,
-		events:     eventLog{open: true},
+		ctx:         ctx,
+		clock:       clock,
+		now:         clock(),
+		admin:       o.Admin,
+		readOnly:    readOnly,
+		stuckAfter:  stuck,
+		profile:     colorprofile.TrueColor,
+		isDark:      true,
+		keys:        newKeyMap(readOnly),
+		help:        help.New(),
+		scanCh:      scanCh,
+		eventCh:     eventCh,
+		locks:       newLockSet(),
+		latestQuery: new(atomic.Uint64),
+		syncLimit:   syncViewLimit,
+		waiters:     map[string]int{},
+		status:      statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
+		redact:      o.Target.Redact,
+		events:      eventLog{open: true},
 	}
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
@@ -317,7 +322,7 @@ func (m *Model) requestViewOf(snap []*lockRow) tea.Cmd {
 		return nil
 	}
 	m.building = true
-	return buildViewCmd(snap, m.query, m.queryGen, m.clock(), m.stuckAfter, m.table.selKey)
+	return buildViewCmd(snap, m.query, m.queryGen, m.latestQuery, m.clock(), m.stuckAfter, m.table.selKey)
 }
 
 // onViewBuilt installs a finished build unless the query changed meanwhile (then it is
@@ -371,6 +376,7 @@ const partialPages = 4
 func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	m.query = q
 	m.queryGen++
+	m.latestQuery.Store(m.queryGen)
 	if toTop {
 		m.table.cursor, m.table.offset, m.table.selKey = 0, 0, ""
 	}
@@ -379,7 +385,7 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 		return m.requestView()
 	}
 	snap := m.locks.snapshot() // for both: the full build starts when the partial view is out
-	partial := partialViewCmd(snap, q, m.queryGen, m.clock(), m.stuckAfter, partialPages*max(m.table.height, 1))
+	partial := partialViewCmd(snap, q, m.queryGen, m.latestQuery, m.clock(), m.stuckAfter, partialPages*max(m.table.height, 1))
 	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 

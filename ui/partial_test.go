@@ -3,6 +3,7 @@ package ui
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestPartialViewIsTheFullViewsEnds(t *testing.T) {
 				q := viewQuery{filter: newMatcher(filter), sort: sort, desc: desc}
 				full := buildView(set.snapshot(), q, t0, time.Hour)
 				for _, limit := range []int{1, 37, len(full.rows), len(full.rows) + 5} {
-					part := buildPartialView(set.snapshot(), q, t0, time.Hour, limit)
+					part := buildPartialView(set.snapshot(), q, t0, time.Hour, nil, limit)
 					if part.len() != len(full.rows) || part.counts != full.counts {
 						t.Fatalf("filter %q, %v desc=%v, limit %d: %d rows, want %d", filter, sort, desc, limit, part.len(), len(full.rows))
 					}
@@ -150,4 +151,21 @@ func TestPartialViewPlacesSelectionAtTheEnd(t *testing.T) {
 		t.Fatalf("selection %q on row %d of %d, want %q on the last", m.table.selKey, m.table.cursor, m.view.len(), first)
 	}
 	mustContain(t, screen(m), first)
+}
+
+// TestOutdatedBuildStopsEarly: a build or partial view for a query the user has already
+// replaced stops instead of ranking the whole census (its message is dropped by generation).
+func TestOutdatedBuildStopsEarly(t *testing.T) {
+	set := newLockSet()
+	set.apply(partialCensus(3*outdatedEvery), 1)
+	latest := new(atomic.Uint64)
+	latest.Store(2)
+	q := viewQuery{sort: present.SortByTTL}
+	for gen, want := range map[uint64]int{1: 0, 2: 3 * outdatedEvery} {
+		built := buildViewCmd(set.snapshot(), q, gen, latest, t0, time.Hour, "")().(viewBuiltMsg)
+		part := partialViewCmd(set.snapshot(), q, gen, latest, t0, time.Hour, 10)().(viewPartialMsg)
+		if len(built.index.rows) != want || part.index.len() != want {
+			t.Fatalf("generation %d of 2: the build ranked %d rows, the partial view counted %d, want %d", gen, len(built.index.rows), part.index.len(), want)
+		}
+	}
 }
