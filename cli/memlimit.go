@@ -23,7 +23,9 @@ const (
 )
 
 // followLiveHeap keeps the process's soft memory limit at the live heap plus its headroom until
-// ctx ends, unless the operator set GOMEMLIMIT.
+// ctx ends, unless the operator set GOMEMLIMIT. The first limit comes after one period: at the
+// start the live heap is near nothing, and a limit of 64 MiB over it made the collector run
+// through the connection and the first scan batch, before the first rows (docs/benchmarks/tui.md).
 func followLiveHeap(ctx context.Context) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -32,15 +34,15 @@ func followLiveHeap(ctx context.Context) {
 	tick := time.NewTicker(memoryLimitEvery)
 	defer tick.Stop()
 	for {
-		metrics.Read(live)
-		if v := live[0].Value; v.Kind() == metrics.KindUint64 {
-			n := int64(v.Uint64())
-			debug.SetMemoryLimit(n + max(n/memoryHeadroom, minMemoryHeadroom))
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		metrics.Read(live)
+		if v := live[0].Value; v.Kind() == metrics.KindUint64 {
+			n := int64(v.Uint64())
+			debug.SetMemoryLimit(n + max(n/memoryHeadroom, minMemoryHeadroom))
 		}
 	}
 }

@@ -141,7 +141,7 @@ func measureConsole(b *testing.B, bin, addr string, n int) consoleRun {
 	start := time.Now()
 	s := startConsole(b, bin, "--redis", redisURL(addr))
 	defer func() { _, _ = s.tmux("kill-server") }()
-	s.waitFor("the first rows", time.Minute, func(scr string) bool { return dataRow.MatchString(scr) })
+	s.pollFor("the first rows", func(scr string) bool { return dataRow.MatchString(scr) })
 	r.firstRows = time.Since(start)
 
 	pid := s.programPID()
@@ -362,11 +362,22 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
+// pollFor captures the pane without pausing until ok holds, as timeKey does: waitFor's 50 ms
+// pauses made every first-rows time a multiple of its period (117-123 ms for 12 starts).
+func (s *tuiSession) pollFor(what string, ok func(screen string) bool) {
+	s.t.Helper()
+	for deadline := time.Now().Add(time.Minute); !ok(s.screen()); {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s.screen())
+		}
+	}
+}
+
 // tmuxFloor times tmux alone: a pane that prints a row, and a key echoed by a pane's tty.
 func tmuxFloor(b *testing.B) (firstRow, key time.Duration) {
 	start := time.Now()
 	s := startConsole(b, "printf", `lock:bench:0000000\n`)
-	s.waitFor("the printed row", time.Minute, func(scr string) bool { return dataRow.MatchString(scr) })
+	s.pollFor("the printed row", func(scr string) bool { return dataRow.MatchString(scr) })
 	firstRow = time.Since(start)
 	_, _ = s.tmux("kill-server")
 

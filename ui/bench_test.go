@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"testing"
@@ -42,7 +43,7 @@ func loadedModel(b *testing.B, n int, q viewQuery) *Model {
 	m.locks.apply(millionLocks(n), 1)
 	m.query = q
 	m.installView(buildView(m.locks.snapshot(), q, t0, m.stuckAfter), -1)
-	m.table.moveTo(n/2, m.view.rows) // somewhere in the middle
+	m.table.moveTo(n/2, m.view) // somewhere in the middle
 	return m
 }
 
@@ -82,6 +83,41 @@ func BenchmarkKeyPressMillionLocks(b *testing.B) {
 			for b.Loop() {
 				typeKeys(m, bc.keys[i%len(bc.keys)])
 				_ = m.View()
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkSortRowsMillionLocks is a sort key (T, H, A, K in turn) on 1,000,000 locks until
+// its rows are on screen: the key through Update, the partial view's pass, the frame. "full"
+// also runs the full build to completion; "full-memlimit" does so under the soft memory limit
+// the console sets (cli/memlimit.go: the live heap plus a quarter), which a build that
+// allocates past it makes the collector chase.
+func BenchmarkSortRowsMillionLocks(b *testing.B) {
+	for _, bc := range []struct {
+		name           string
+		full, memLimit bool
+	}{{"partial", false, false}, {"full", true, false}, {"full-memlimit", true, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := loadedModel(b, 1_000_000, viewQuery{})
+			m.syncLimit = 0
+			if bc.memLimit {
+				live := int64(liveHeap())
+				defer debug.SetMemoryLimit(debug.SetMemoryLimit(live + max(live/4, 64<<20)))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				cmds, _ := subCmds(typeKeys(m, []string{"T", "H", "A", "K"}[i%4])())
+				m.Update(cmds[0]())
+				_ = m.View()
+				if bc.full {
+					m.Update(cmds[1]())
+					_ = m.View()
+				} else {
+					m.building = false // the full build is not run
+				}
 				i++
 			}
 		})

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -61,13 +63,29 @@ func tick() tea.Cmd {
 }
 
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
-func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
+// A build whose query is no longer the latest stops early; its message is dropped by its
+// generation like any stale build's.
+func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
 	return func() tea.Msg {
-		rank, counts := rankRows(snap, q, now, stuckAfter)
+		rank := present.NewRanking[string](q.sort, q.desc, 0)
+		matched, counts := rankRows(snap, q, now, stuckAfter, outdated(gen, latest), rowKey, rank)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
-		idx := viewIndex{rows: slices.Collect(rank.Sorted()), counts: counts}
+		idx := viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
 	}
+}
+
+// partialViewCmd finds the first and the last limit rows of a new order in one pass, for the
+// table to show while the full build runs.
+func partialViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, now time.Time, stuckAfter time.Duration, limit int) tea.Cmd {
+	return func() tea.Msg {
+		return viewPartialMsg{gen: gen, index: buildPartialView(snap, q, now, stuckAfter, outdated(gen, latest), limit)}
+	}
+}
+
+// outdated reports whether the query of generation gen has been replaced.
+func outdated(gen uint64, latest *atomic.Uint64) func() bool {
+	return func() bool { return latest.Load() != gen }
 }
 
 func indexOfKey(rows []string, key string) int {

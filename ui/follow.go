@@ -13,7 +13,7 @@ func (m *Model) focusCmd() tea.Cmd {
 	if m.focus == nil {
 		return nil
 	}
-	keys := slices.Clone(m.table.visible(m.view.rows))
+	keys := slices.DeleteFunc(m.table.visible(m.view), func(key string) bool { return key == "" })
 	if slices.Equal(keys, m.focused) {
 		return nil
 	}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -99,15 +100,32 @@ func runSync(m *Model, cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
-	switch msg := cmd().(type) {
-	case tea.BatchMsg:
-		for _, c := range msg {
+	msg := cmd()
+	if cmds, ok := subCmds(msg); ok {
+		for _, c := range cmds {
 			runSync(m, c)
 		}
-	case viewBuiltMsg:
+		return
+	}
+	switch msg.(type) {
+	case viewBuiltMsg, viewPartialMsg:
 		_, next := m.Update(msg)
 		runSync(m, next)
 	}
+}
+
+// subCmds is the commands of a tea.Batch or a tea.Sequence (whose message type is not
+// exported: both are slices of commands), in order.
+func subCmds(msg tea.Msg) ([]tea.Cmd, bool) {
+	v := reflect.ValueOf(msg)
+	if !v.IsValid() || v.Kind() != reflect.Slice || v.Type().Elem() != reflect.TypeFor[tea.Cmd]() {
+		return nil, false
+	}
+	cmds := make([]tea.Cmd, v.Len())
+	for i := range cmds {
+		cmds[i] = v.Index(i).Interface().(tea.Cmd)
+	}
+	return cmds, true
 }
 
 // typeKeys sends keys: names like "enter", "tab", "shift+tab", "esc", "up", "down", "space",
@@ -158,7 +176,7 @@ func selectKey(t testing.TB, m *Model, key string) {
 	if i < 0 {
 		t.Fatalf("%s not in view %v", key, visibleKeys(m))
 	}
-	m.table.moveTo(i, m.view.rows)
+	m.table.moveTo(i, m.view)
 }
 
 // screen is the rendered screen without escape sequences.

@@ -33,23 +33,23 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return cmd
 		}
 	}
-	rows := m.view.rows
+	view := m.view
 	k := m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Up):
-		m.table.moveBy(-1, rows)
+		m.table.moveBy(-1, view)
 	case key.Matches(msg, k.Down):
-		m.table.moveBy(1, rows)
+		m.table.moveBy(1, view)
 	case key.Matches(msg, k.PageUp):
-		m.table.moveBy(-max(m.table.height-1, 1), rows)
+		m.table.moveBy(-max(m.table.height-1, 1), view)
 	case key.Matches(msg, k.PageDown):
-		m.table.moveBy(max(m.table.height-1, 1), rows)
+		m.table.moveBy(max(m.table.height-1, 1), view)
 	case key.Matches(msg, k.Top):
-		m.table.moveTo(0, rows)
+		m.table.moveTo(0, view)
 	case key.Matches(msg, k.Bottom):
-		m.table.moveTo(len(rows)-1, rows)
+		m.table.moveTo(view.len()-1, view)
 	case key.Matches(msg, k.Filter):
 		return m.filter.open()
 	case key.Matches(msg, k.ClearFilter):
@@ -81,7 +81,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Audit):
 		return m.openAudit()
 	}
-	m.table.setHeight(m.layout().tableRows, m.view.rows)
+	m.table.setHeight(m.layout().tableRows, m.view)
 	return nil
 }
 
@@ -162,7 +162,7 @@ func (m *Model) onWheel(msg tea.MouseWheelMsg) {
 		m.audit.scroll(step, body-2)
 		return
 	}
-	m.table.scrollBy(step, m.view.rows)
+	m.table.scrollBy(step, m.view)
 }
 
 // onClick selects the table row under the pointer.
@@ -178,7 +178,7 @@ func (m *Model) onClick(msg tea.MouseClickMsg) {
 	if row < 0 || row >= lay.tableRows {
 		return
 	}
-	if i := m.table.offset + row; i < len(m.view.rows) {
-		m.table.moveTo(i, m.view.rows)
+	if i := m.table.offset + row; i < m.view.len() {
+		m.table.moveTo(i, m.view)
 	}
 }

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lockscope/lockscope/present"
@@ -23,42 +25,151 @@ type lockCounts struct {
 	total, soon, noExpiry, stuck int
 }
 
+func (c *lockCounts) add(o lockCounts) {
+	c.total, c.soon, c.noExpiry, c.stuck = c.total+o.total, c.soon+o.soon, c.noExpiry+o.noExpiry, c.stuck+o.stuck
+}
+
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
 // data or query change (off the update loop for large sets) and only sliced per frame. It holds
 // keys, not rows: the table looks each visible row up in the census, and a view that held rows
 // would keep a whole older generation of them alive while passes replace them.
+//
+// A partial view (after a sort or filter change on a large census) holds only the first and
+// the last rows of the new order, found in one pass, and counts the unranked rows between
+// them, which wait for the full build.
 type viewIndex struct {
-	rows   []string
-	counts lockCounts
+	rows     []string // the whole order, or the first rows of a partial view
+	unranked int
+	tail     []string // a partial view's last rows
+	counts   lockCounts
+}
+
+// len is the number of rows the filter lets through, ranked or not.
+func (v viewIndex) len() int { return len(v.rows) + v.unranked + len(v.tail) }
+
+// key is row i's key, "" while the row is not ranked yet.
+func (v viewIndex) key(i int) string {
+	switch {
+	case i < len(v.rows):
+		return v.rows[i]
+	case i >= len(v.rows)+v.unranked && i < v.len():
+		return v.tail[i-len(v.rows)-v.unranked]
+	}
+	return ""
+}
+
+// indexOf is where key is ranked in v (-1: not there or not ranked yet).
+func (v viewIndex) indexOf(key string) int {
+	if i := indexOfKey(v.rows, key); i >= 0 {
+		return i
+	}
+	if i := indexOfKey(v.tail, key); i >= 0 {
+		return len(v.rows) + v.unranked + i
+	}
+	return -1
 }
 
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
 func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
-	rank, counts := rankRows(all, q, now, stuckAfter)
-	return viewIndex{rows: slices.Collect(rank.Sorted()), counts: counts}
+	rank := present.NewRanking[string](q.sort, q.desc, 0)
+	matched, counts := rankRows(all, q, now, stuckAfter, nil, rowKey, rank)
+	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
 
-// rankRows counts the census and ranks the keys of the rows the filter lets through; the
-// rows themselves are not needed after it.
-func rankRows(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) (*present.Ranking[string], lockCounts) {
+func rowKey(r *lockRow) string { return r.key }
+
+func sameRow(r *lockRow) *lockRow { return r }
+
+// buildPartialView is the first and the last limit rows of the view buildView makes, from one
+// pass without a sort of the rest: the last ones are the first of the reverse order (the
+// order is total: ties are broken by key). The pass is split across the cores: each part
+// keeps its own first and last rows, and the view's are the first and last of those.
+func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, limit int) viewIndex {
+	type part struct {
+		head, tail *present.Ranking[*lockRow]
+		matched    int
+		counts     lockCounts
+	}
+	parts := make([]part, min(runtime.GOMAXPROCS(0), max(len(all)/partialPartMin, 1)))
+	var wg sync.WaitGroup
+	for i := range parts {
+		p := &parts[i]
+		p.head = present.NewRanking[*lockRow](q.sort, q.desc, limit)
+		p.tail = present.NewRanking[*lockRow](q.sort, !q.desc, limit)
+		wg.Go(func() {
+			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, now, stuckAfter, outdated, sameRow, p.head, p.tail)
+		})
+	}
+	wg.Wait()
+	head := present.NewRanking[string](q.sort, q.desc, limit)
+	tail := present.NewRanking[string](q.sort, !q.desc, limit)
 	var v viewIndex
-	v.counts.total = len(all)
-	rank := present.NewRanking[string](q.sort, q.desc, 0)
+	matched := 0
+	var l scanner.Lock
+	for _, p := range parts {
+		matched += p.matched
+		v.counts.add(p.counts)
+		for r := range p.head.Sorted() {
+			r.fill(&l)
+			head.Add(&l, r.key)
+		}
+		for r := range p.tail.Sorted() {
+			r.fill(&l)
+			tail.Add(&l, r.key)
+		}
+	}
+	v.rows = rankedKeys(head, min(matched, limit))
+	last := rankedKeys(tail, min(matched-len(v.rows), limit))
+	slices.Reverse(last)
+	v.tail = last
+	v.unranked = matched - len(v.rows) - len(v.tail)
+	return v
+}
+
+// outdatedEvery is how many rows a build ranks between two looks at whether it is outdated.
+const outdatedEvery = 1 << 14
+
+// partialPartMin is the fewest rows worth a goroutine of a partial view's pass.
+const partialPartMin = 50_000
+
+// rankedKeys collects the first n ranked keys into a slice of that size.
+func rankedKeys(rank *present.Ranking[string], n int) []string {
+	rows := make([]string, 0, n)
+	for key := range rank.Sorted() {
+		if len(rows) == n {
+			break
+		}
+		rows = append(rows, key)
+	}
+	return rows
+}
+
+// rankRows counts the census and adds the rows the filter lets through to each ranking, as
+// rowOf makes them (the rows themselves are not needed after it when that is their key). It
+// stops early, with partial figures, once outdated (nil: never) says nobody wants them.
+func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
+	counts.total = len(all)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
-	for _, r := range all {
+	for i, r := range all {
+		if i%outdatedEvery == 0 && outdated != nil && outdated() {
+			break
+		}
 		r.fill(&l)
 		switch {
 		case l.NoExpiry:
-			v.counts.noExpiry++
+			counts.noExpiry++
 		case l.RemainingAt(now) <= expiringSoon:
-			v.counts.soon++
+			counts.soon++
 		}
 		if present.Stuck(&l, now, stuckAfter) {
-			v.counts.stuck++
+			counts.stuck++
 		}
 		if q.filter.match(l.Key, l.Node, l.Trace) {
-			rank.Add(&l, r.key)
+			matched++
+			for _, rank := range ranks {
+				rank.Add(&l, rowOf(r))
+			}
 		}
 	}
-	return rank, v.counts
+	return matched, counts
 }

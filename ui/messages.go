@@ -36,6 +36,13 @@ type viewBuiltMsg struct {
 	selIndex int
 }
 
+// viewPartialMsg is the first rows of the view for query generation gen (viewIndex.unranked
+// counts the rest), sent before the full build.
+type viewPartialMsg struct {
+	gen   uint64
+	index viewIndex
+}
+
 // rebuildMsg says a spaced rebuild of the view index is due.
 type rebuildMsg struct{}
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -61,16 +62,20 @@ type Model struct {
 	focused []string
 
 	// The census and its cached, filtered and sorted view.
-	locks      lockSet
-	view       viewIndex
-	query      viewQuery
-	queryGen   uint64 // bumped on every filter or sort change
-	building   bool   // a view build command is in flight
-	rebuildDue bool   // a rebuild is scheduled (rebuildMsg)
-	dirty      bool   // the census or query changed since the last build started
-	syncLimit  int
-	passGen    uint64 // the newest complete scanner pass
-	waiters    map[string]int
+	locks    lockSet
+	view     viewIndex
+	query    viewQuery
+	queryGen uint64 // bumped on every filter or sort change
+	// latestQuery is queryGen for the commands in flight: a build for an older query stops
+	// early instead of taking the cores from the new query's.
+	latestQuery *atomic.Uint64
+	viewGen     uint64 // the query generation of the installed view (a full build's)
+	building    bool   // a view build command is in flight
+	rebuildDue  bool   // a rebuild is scheduled (rebuildMsg)
+	dirty       bool   // the census or query changed since the last build started
+	syncLimit   int
+	passGen     uint64 // the newest complete scanner pass
+	waiters     map[string]int
 
 	table    lockTable
 	status   statusBar
@@ -98,24 +103,25 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 	}
 	readOnly := o.ReadOnly || o.Admin == nil || o.Admin.ReadOnly()
 	m := &Model{
-		ctx:        ctx,
-		clock:      clock,
-		now:        clock(),
-		admin:      o.Admin,
-		readOnly:   readOnly,
-		stuckAfter: stuck,
-		profile:    colorprofile.TrueColor,
-		isDark:     true,
-		keys:       newKeyMap(readOnly),
-		help:       help.New(),
-		scanCh:     scanCh,
-		eventCh:    eventCh,
-		locks:      newLockSet(),
-		syncLimit:  syncViewLimit,
-		waiters:    map[string]int{},
-		status:     statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
-		redact:     o.Target.Redact,
-		events:     eventLog{open: true},
+		ctx:         ctx,
+		clock:       clock,
+		now:         clock(),
+		admin:       o.Admin,
+		readOnly:    readOnly,
+		stuckAfter:  stuck,
+		profile:     colorprofile.TrueColor,
+		isDark:      true,
+		keys:        newKeyMap(readOnly),
+		help:        help.New(),
+		scanCh:      scanCh,
+		eventCh:     eventCh,
+		locks:       newLockSet(),
+		latestQuery: new(atomic.Uint64),
+		syncLimit:   syncViewLimit,
+		waiters:     map[string]int{},
+		status:      statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
+		redact:      o.Target.Redact,
+		events:      eventLog{open: true},
 	}
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
@@ -149,7 +155,7 @@ func (m *Model) Init() tea.Cmd {
 // the table's window follows the layout, which banners, notices and panes may have changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
-	m.table.setHeight(m.layout().tableRows, m.view.rows)
+	m.table.setHeight(m.layout().tableRows, m.view)
 	return m, cmd
 }
 
@@ -185,6 +191,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return waitForEvent(m.eventCh)
 	case viewBuiltMsg:
 		return m.onViewBuilt(msg)
+	case viewPartialMsg:
+		m.onViewPartial(msg)
+		return nil
 	case rebuildMsg:
 		m.rebuildDue = false
 		if m.dirty {
@@ -294,20 +303,26 @@ func (m *Model) onEvent(ev protocol.Event) {
 // requestView asks for the view index to be rebuilt after a data or query change: inline for
 // small censuses, else by a command, one at a time (a change during a build marks the index
 // dirty and the build's completion starts the next one).
-func (m *Model) requestView() tea.Cmd {
+func (m *Model) requestView() tea.Cmd { return m.requestViewOf(nil) }
+
+// requestViewOf is requestView with a snapshot of the census already taken (nil: none yet).
+func (m *Model) requestViewOf(snap []*lockRow) tea.Cmd {
 	if m.building || m.rebuildDue {
 		m.dirty = true
 		return nil
 	}
 	m.dirty = false
-	snap := m.locks.snapshot()
+	if snap == nil {
+		snap = m.locks.snapshot()
+	}
 	if len(snap) <= m.syncLimit {
 		idx := buildView(snap, m.query, m.clock(), m.stuckAfter)
 		m.installView(idx, indexOfKey(idx.rows, m.table.selKey))
+		m.viewGen = m.queryGen
 		return nil
 	}
 	m.building = true
-	return buildViewCmd(snap, m.query, m.queryGen, m.clock(), m.stuckAfter, m.table.selKey)
+	return buildViewCmd(snap, m.query, m.queryGen, m.latestQuery, m.clock(), m.stuckAfter, m.table.selKey)
 }
 
 // onViewBuilt installs a finished build unless the query changed meanwhile (then it is
@@ -324,6 +339,7 @@ func (m *Model) onViewBuilt(msg viewBuiltMsg) tea.Cmd {
 		at = msg.selIndex
 	}
 	m.installView(msg.index, at)
+	m.viewGen = msg.gen
 	if !m.dirty {
 		return nil
 	}
@@ -333,18 +349,44 @@ func (m *Model) onViewBuilt(msg viewBuiltMsg) tea.Cmd {
 
 func (m *Model) installView(idx viewIndex, selAt int) {
 	m.view = idx
-	m.table.follow(selAt, m.view.rows)
+	m.table.follow(selAt, m.view)
 }
 
-// setQuery applies a filter or sort change.
+// onViewPartial shows both ends of a new order until its full build lands, unless the
+// query changed again or the full build landed first. The selected lock stays selected: on
+// its row when the partial view has it, else on the first row still being sorted until the
+// full build places it.
+func (m *Model) onViewPartial(msg viewPartialMsg) {
+	if msg.gen != m.queryGen || m.viewGen == msg.gen {
+		return
+	}
+	at := msg.index.indexOf(m.table.selKey)
+	if at < 0 && m.table.selKey != "" {
+		at = len(msg.index.rows)
+	}
+	m.installView(msg.index, at)
+}
+
+// partialPages is how many pages a partial view ranks at each end: paging on from the top or
+// the bottom stays on ranked rows for a while.
+const partialPages = 4
+
+// setQuery applies a filter or sort change. On a large census the rows of the new order come
+// in two steps: its first and last pages from one pass over the census, then the full index.
 func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	m.query = q
 	m.queryGen++
+	m.latestQuery.Store(m.queryGen)
 	if toTop {
 		m.table.cursor, m.table.offset, m.table.selKey = 0, 0, ""
 	}
 	m.rebuildDue = false // the user waits for this one: no spacing
-	return m.requestView()
+	if m.locks.len() <= m.syncLimit {
+		return m.requestView()
+	}
+	snap := m.locks.snapshot() // for both: the full build starts when the partial view is out
+	partial := partialViewCmd(snap, q, m.queryGen, m.latestQuery, m.clock(), m.stuckAfter, partialPages*max(m.table.height, 1))
+	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census

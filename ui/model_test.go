@@ -303,14 +303,14 @@ func findViewBuiltOK(cmd tea.Cmd) (viewBuiltMsg, bool) {
 	if cmd == nil {
 		return viewBuiltMsg{}, false
 	}
-	switch msg := cmd().(type) {
-	case viewBuiltMsg:
-		return msg, true
-	case tea.BatchMsg:
-		for _, c := range msg {
-			if v, ok := findViewBuiltOK(c); ok {
-				return v, true
-			}
+	msg := cmd()
+	if built, ok := msg.(viewBuiltMsg); ok {
+		return built, true
+	}
+	cmds, _ := subCmds(msg)
+	for _, c := range cmds {
+		if v, ok := findViewBuiltOK(c); ok {
+			return v, true
 		}
 	}
 	return viewBuiltMsg{}, false

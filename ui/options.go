@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
@@ -62,7 +63,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	m := newModel(ctx, o, follower.Updates(), events)
 	m.focus = follower.Focus
-	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	// lipgloss detected the terminal's colours for stdout when it loaded; Bubble Tea would
+	// detect them again, which inside tmux runs `tmux info` once more before the first frame.
+	_, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithColorProfile(lipgloss.Writer.Profile)).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // the caller cancelled: a normal end
 	}

@@ -31,47 +31,47 @@ type rowContext struct {
 }
 
 // setHeight sets the number of visible rows and keeps the cursor on screen.
-func (t *lockTable) setHeight(h int, rows []string) {
+func (t *lockTable) setHeight(h int, v viewIndex) {
 	t.height = max(h, 0)
-	t.clamp(rows)
+	t.clamp(v)
 }
 
 // moveBy moves the cursor n rows (negative: up).
-func (t *lockTable) moveBy(n int, rows []string) {
+func (t *lockTable) moveBy(n int, v viewIndex) {
 	t.cursor += n
-	t.clamp(rows)
+	t.moved(v)
 }
 
 // moveTo puts the cursor on row i.
-func (t *lockTable) moveTo(i int, rows []string) {
+func (t *lockTable) moveTo(i int, v viewIndex) {
 	t.cursor = i
-	t.clamp(rows)
+	t.moved(v)
 }
 
 // scrollBy moves the window (mouse wheel), dragging the cursor along when it would leave it.
-func (t *lockTable) scrollBy(n int, rows []string) {
-	t.offset = min(max(t.offset+n, 0), max(len(rows)-t.height, 0))
+func (t *lockTable) scrollBy(n int, v viewIndex) {
+	t.offset = min(max(t.offset+n, 0), max(v.len()-t.height, 0))
 	if t.cursor < t.offset {
 		t.cursor = t.offset
 	}
 	if t.height > 0 && t.cursor >= t.offset+t.height {
 		t.cursor = t.offset + t.height - 1
 	}
-	t.clamp(rows)
+	t.moved(v)
 }
 
 // follow re-finds the selected key after a rebuild: at index i when known, else it keeps the
 // cursor position.
-func (t *lockTable) follow(i int, rows []string) {
+func (t *lockTable) follow(i int, v viewIndex) {
 	if i >= 0 {
 		t.cursor = i
 	}
-	t.clamp(rows)
+	t.clamp(v)
 }
 
 // clamp keeps cursor and window inside the rows and the cursor inside the window.
-func (t *lockTable) clamp(rows []string) {
-	n := len(rows)
+func (t *lockTable) clamp(v viewIndex) {
+	n := v.len()
 	t.cursor = min(max(t.cursor, 0), max(n-1, 0))
 	if t.height > 0 {
 		if t.cursor < t.offset {
@@ -82,20 +82,30 @@ func (t *lockTable) clamp(rows []string) {
 		}
 	}
 	t.offset = min(max(t.offset, 0), max(n-t.height, 0))
-	if n == 0 {
-		t.selKey = ""
-		return
+	// On a row a partial view has not ranked yet, the selection stays on its lock, for the
+	// full build to place; a move by the user lets go of it first (moved).
+	if key := v.key(t.cursor); key != "" || v.unranked == 0 {
+		t.selKey = key
 	}
-	t.selKey = rows[t.cursor]
 }
 
-// visible is the window of rows on screen.
-func (t lockTable) visible(rows []string) []string {
-	end := min(t.offset+t.height, len(rows))
+// moved is the end of a move by the user: the selection is the row the cursor is on.
+func (t *lockTable) moved(v viewIndex) {
+	t.selKey = ""
+	t.clamp(v)
+}
+
+// visible is the keys of the window of rows on screen, "" for a row not ranked yet.
+func (t lockTable) visible(v viewIndex) []string {
+	end := min(t.offset+t.height, v.len())
 	if t.offset >= end {
 		return nil
 	}
-	return rows[t.offset:end]
+	keys := make([]string, end-t.offset)
+	for i := range keys {
+		keys[i] = v.key(t.offset + i)
+	}
+	return keys
 }
 
 // Fixed column widths.
@@ -351,19 +361,29 @@ func waitersOf(l *scanner.Lock, fromEvents map[string]int) (int, bool) {
 
 // view renders the header and the visible rows, looking each row's newest record up by key
 // (the index may be a rebuild behind the census: a key removed since shows as gone).
-func (t lockTable) view(rows []string, latest func(string) *scanner.Lock, width int, q viewQuery, rc rowContext) string {
-	vis := t.visible(rows)
-	fresh := make([]*scanner.Lock, len(vis))
+func (t lockTable) view(v viewIndex, latest func(string) *scanner.Lock, width int, q viewQuery, rc rowContext) string {
+	vis := t.visible(v)
+	fresh := make([]*scanner.Lock, len(vis)) // nil: not ranked yet
+	known := make([]*scanner.Lock, 0, len(vis))
 	for i, key := range vis {
+		if key == "" {
+			continue
+		}
 		if fresh[i] = latest(key); fresh[i] == nil {
 			fresh[i] = &scanner.Lock{Key: key, Gone: true}
 		}
+		known = append(known, fresh[i])
 	}
-	cols := layoutColumns(width, fresh)
+	cols := layoutColumns(width, known)
 	lines := make([]string, 0, t.height+1)
 	lines = append(lines, rc.st.header.Render(fitLine(cols.header(q.sort, q.desc), width)))
 	for i, l := range fresh {
-		lines = append(lines, fitLine(cols.row(l, t.offset+i == t.cursor, rc), width))
+		switch {
+		case l != nil:
+			lines = append(lines, fitLine(cols.row(l, t.offset+i == t.cursor, rc), width))
+		case i == 0 || fresh[i-1] != nil: // one line for the rows the full build will bring
+			lines = append(lines, rc.st.dim.Render(fitLine("  sorting…", width)))
+		}
 	}
 	return strings.Join(lines, "\n")
 }

@@ -248,7 +248,7 @@ func TestTableShowsARemovedKeyAsGone(t *testing.T) {
 	s.remove("lock:removed")
 	tbl := lockTable{height: 5}
 	rc := rowContext{now: t0, span: s.span, st: monoStyles()}
-	out := ansi.Strip(tbl.view(v.rows, s.get, 120, viewQuery{}, rc))
+	out := ansi.Strip(tbl.view(v, s.get, 120, viewQuery{}, rc))
 	if !strings.Contains(out, "node-kept") || !strings.Contains(out, "lock:removed") || strings.Contains(out, "node-removed") {
 		t.Fatalf("table:\n%s", out)
 	}

@@ -85,7 +85,7 @@ func (m *Model) layout() layoutInfo {
 		l.tableRows = max(body-1, 0)
 		// Rows the table does not need (a short census) go to the event log's history, unless
 		// the detail pane beside the table uses the body's height.
-		if need := max(len(m.view.rows)+tableSlack, tableMinRows); l.eventRows > 0 && !l.detailSide && l.tableRows > need {
+		if need := max(m.view.len()+tableSlack, tableMinRows); l.eventRows > 0 && !l.detailSide && l.tableRows > need {
 			grow := min(l.tableRows-need, 2*eventPaneMaxRows-l.eventRows)
 			l.eventRows += grow
 			l.bodyRows -= grow
@@ -122,7 +122,7 @@ func (m *Model) render() string {
 	}
 	lay := m.layout()
 	st := m.st
-	parts := []string{m.status.view(w, m.now, m.view.counts, len(m.view.rows), !m.query.filter.empty(), st)}
+	parts := []string{m.status.view(w, m.now, m.view.counts, m.view.len(), !m.query.filter.empty(), st)}
 	if lay.bannerRows > 0 {
 		parts = append(parts, m.status.banner(w, st))
 	}
@@ -194,9 +194,9 @@ func (m *Model) bodyView(lay layoutInfo) string {
 func (m *Model) tableView(lay layoutInfo, rc rowContext) string {
 	t := m.table
 	t.height = lay.tableRows
-	t.clamp(m.view.rows)
-	out := t.view(m.view.rows, m.locks.get, lay.tableWidth, m.query, rc)
-	if len(m.view.rows) == 0 {
+	t.clamp(m.view)
+	out := t.view(m.view, m.locks.get, lay.tableWidth, m.query, rc)
+	if m.view.len() == 0 {
 		var msg string
 		switch {
 		case m.status.conn == connConnecting && m.locks.len() == 0:
