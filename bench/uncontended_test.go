@@ -100,18 +100,13 @@ type uncontended struct {
 	cycle   func() error
 	took    []time.Duration
 	elapsed time.Duration
-	cpu     time.Duration          // the server's main-thread CPU during the rounds
-	stats   map[string]commandStat // by command, summed over the rounds
-	order   []string               // commands seen
-}
-
-type commandStat struct {
-	calls int64
-	usec  int64
+	cpu     time.Duration                    // the server's main-thread CPU during the rounds
+	stats   map[string]redistest.CommandStat // by command, summed over the rounds
+	order   []string                         // commands seen
 }
 
 func (u *uncontended) reset(n int) {
-	u.took, u.elapsed, u.cpu, u.stats, u.order = make([]time.Duration, 0, n), 0, 0, map[string]commandStat{}, nil
+	u.took, u.elapsed, u.cpu, u.stats, u.order = make([]time.Duration, 0, n), 0, 0, map[string]redistest.CommandStat{}, nil
 }
 
 // round runs n cycles between a CONFIG RESETSTAT and an INFO, adding up what it measured.
@@ -134,7 +129,7 @@ func (u *uncontended) round(b *testing.B, ctx context.Context, admin *redis.Clie
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, s := range parseCommandStats(info) {
+	for name, s := range redistest.CommandStats(info) {
 		if name == "config" || name == "info" {
 			continue
 		}
@@ -142,8 +137,8 @@ func (u *uncontended) round(b *testing.B, ctx context.Context, admin *redis.Clie
 			u.order = append(u.order, name)
 		}
 		t := u.stats[name]
-		t.calls += s.calls
-		t.usec += s.usec
+		t.Calls += s.Calls
+		t.Usec += s.Usec
 		u.stats[name] = t
 	}
 }
@@ -166,11 +161,11 @@ func (u *uncontended) report(b *testing.B) {
 	var line strings.Builder
 	for _, name := range u.order {
 		s := u.stats[name]
-		line.WriteString(" " + name + "=" + strconv.FormatFloat(float64(s.usec)/float64(s.calls), 'f', 2, 64) +
-			"µs×" + strconv.FormatFloat(float64(s.calls)/cycles, 'f', 1, 64))
+		line.WriteString(" " + name + "=" + strconv.FormatFloat(float64(s.Usec)/float64(s.Calls), 'f', 2, 64) +
+			"µs×" + strconv.FormatFloat(float64(s.Calls)/cycles, 'f', 1, 64))
 		switch name {
 		case "evalsha", "eval", "fcall", "set":
-			b.ReportMetric(float64(s.usec)/float64(s.calls), u.name+":"+name+"-µs/call")
+			b.ReportMetric(float64(s.Usec)/float64(s.Calls), u.name+":"+name+"-µs/call")
 		}
 	}
 	b.Logf("%s server µs per call × calls per cycle:%s", u.name, line.String())
@@ -194,29 +189,4 @@ func serverCPU(b *testing.B, ctx context.Context, admin *redis.Client) time.Dura
 		}
 	}
 	return time.Duration(total * float64(time.Second))
-}
-
-// parseCommandStats reads INFO commandstats lines such as
-// "cmdstat_set:calls=5,usec=7,usec_per_call=1.40,rejected_calls=0,failed_calls=0".
-func parseCommandStats(info string) map[string]commandStat {
-	stats := map[string]commandStat{}
-	for _, line := range strings.Split(info, "\r\n") {
-		rest, ok := strings.CutPrefix(line, "cmdstat_")
-		if !ok {
-			continue
-		}
-		name, fields, _ := strings.Cut(rest, ":")
-		var s commandStat
-		for _, f := range strings.Split(fields, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "calls":
-				s.calls, _ = strconv.ParseInt(v, 10, 64)
-			case "usec":
-				s.usec, _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-		stats[name] = s
-	}
-	return stats
 }

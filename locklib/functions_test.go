@@ -19,24 +19,7 @@ func calls(t *testing.T, admin *redis.Client, command string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats := parseCommandStats(info)
-	return stats[command]
-}
-
-func parseCommandStats(info string) map[string]int64 {
-	stats := map[string]int64{}
-	for _, line := range strings.Split(info, "\r\n") {
-		rest, ok := strings.CutPrefix(line, "cmdstat_")
-		if !ok {
-			continue
-		}
-		name, fields, _ := strings.Cut(rest, ":")
-		var n int64
-		if _, err := fmt.Sscanf(fields, "calls=%d,", &n); err == nil {
-			stats[name] = n
-		}
-	}
-	return stats
+	return redistest.CommandStats(info)[command].Calls
 }
 
 // cycle obtains and releases key, and fails the test if either fails.
