@@ -60,8 +60,9 @@ type pass struct {
 
 	scanned atomic.Int64
 
-	mu   sync.Mutex
-	seen map[string]struct{} // keys already claimed in this pass (SCAN may repeat some)
+	mu       sync.Mutex
+	seen     map[string]struct{} // keys already claimed in this pass (SCAN may repeat some)
+	seenHint int                 // the size seen grows to once the first pages are claimed (0: grown)
 	// repeatsLater: the consumer drops repeated keys itself once the pass is over (Census
 	// with one server per key, see dropRepeats), so claiming keeps no set of every key.
 	repeatsLater bool
@@ -181,7 +182,7 @@ func (p *pass) walkAll(ctx context.Context, walks []walk) error {
 	p.servers = len(walks)
 	p.unestimated = len(walks)
 	if !p.repeatsLater {
-		p.seen = make(map[string]struct{}, hint)
+		p.seen, p.seenHint = make(map[string]struct{}, min(hint, seenFirst)), hint
 	}
 	p.mu.Unlock()
 	var listing sync.WaitGroup
@@ -202,6 +203,12 @@ func (p *pass) walkAll(ctx context.Context, walks []walk) error {
 // maxSizeHint bounds the pre-sizing of the claimed-keys set (about 40 MB): a keyspace
 // full of other keys must not make a small census allocate for all of them.
 const maxSizeHint = 1 << 20
+
+// seenFirst is how many claimed keys the set holds before it grows to the pass's size hint:
+// a set for a million keys made before the first SCAN held the first rows back (its
+// allocation and the collection it set off); grown once after the first pages, it costs the
+// same, later.
+const seenFirst = 4096
 
 // sizeHint reads every walk's DBSIZE (O(1) on the server) and sizes the set of claimed keys
 // from it, so that a large census does not pay for growing the set step by step. It is only
@@ -371,6 +378,13 @@ func (p *pass) claim(keys []string) keyBatch {
 		b := keyBatch{start: p.claimed, keys: keys}
 		p.claimed += len(keys)
 		return b
+	}
+	if p.seenHint > seenFirst && len(p.seen)+len(keys) > seenFirst {
+		grown := make(map[string]struct{}, p.seenHint)
+		for k := range p.seen {
+			grown[k] = struct{}{}
+		}
+		p.seen, p.seenHint = grown, 0
 	}
 	fresh := keys[:0]
 	for _, k := range keys {
