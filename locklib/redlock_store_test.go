@@ -37,7 +37,7 @@ func (f *redlockFixture) warmUp(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	for _, c := range f.clients {
-		for _, script := range []*serverScript{scriptRedlockReentrant, scriptRedlockRelease, scriptRefresh, scriptPTTL} {
+		for _, script := range []*redis.Script{scriptRedlockReentrant, scriptRedlockRelease, scriptRefresh.Script, scriptPTTL.Script} {
 			if err := script.Load(ctx, c).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -59,6 +59,11 @@ func isScript(s *serverScript) func(cmd []string) bool {
 	}
 }
 
+// isEvalSHA matches a call of script s as a script (Redlock's own scripts run only so).
+func isEvalSHA(s *redis.Script) func(cmd []string) bool {
+	return func(cmd []string) bool { return len(cmd) > 1 && cmd[0] == "evalsha" && cmd[1] == s.Hash() }
+}
+
 // isScriptWith matches a call of script s one of whose arguments contains arg.
 func isScriptWith(s *serverScript, arg string) func(cmd []string) bool {
 	withArg := redistest.ScriptWithArg(arg)
@@ -347,7 +352,7 @@ func TestRedlockReentrantReleaseRunTwice(t *testing.T) {
 	outer := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
 	inner := mustObtain(t, c, ctx, key, 10*time.Second, Reentrant("job"))
 	for range 3 {
-		faults.DropReply(isScript(scriptRedlockRelease))
+		faults.DropReply(isEvalSHA(scriptRedlockRelease))
 	}
 	if err := inner.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -649,7 +654,7 @@ func TestRedlockLateUndoKeepsTheNextAttemptsLevel(t *testing.T) {
 	fx.clients[1].Set(ctx, key, "blocker-1", 300*time.Millisecond)
 	fx.clients[2].Set(ctx, key, "blocker-2", 20*time.Second)
 	release := make(chan struct{})
-	held := faults.HoldReply(isScript(scriptRedlockReentrant), release) // instance 0, attempt 1
+	held := faults.HoldReply(isEvalSHA(scriptRedlockReentrant), release) // instance 0, attempt 1
 	l, err := c.Obtain(ctx, key, 10*time.Second, Reentrant("job"))
 	<-held
 	if err != nil {
@@ -685,7 +690,7 @@ func TestRedlockAcquireAfterItsReleaseTakesNothing(t *testing.T) {
 	c := fx.client(t, WithInstanceTimeout(200*time.Millisecond))
 	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:rl:acquire-after-release"
-	faults.DelayRequest(isScript(scriptRedlockReentrant), 700*time.Millisecond)
+	faults.DelayRequest(isEvalSHA(scriptRedlockReentrant), 700*time.Millisecond)
 	l := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant("job"))
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -56,15 +56,16 @@ var (
 // queue, and its release wakes the queue's head, none of which means anything across N
 // independent servers. A plain lock is taken with SET NX PX, no script at all. The stored
 // value has the same format, so the inspector decodes a Redlock holder on every instance like
-// any other lockscope lock. Redlock sends them as scripts (EVALSHA).
+// any other lockscope lock. Redlock sends them as scripts only (EVALSHA), so they are plain
+// scripts, with no function name or flags.
 var (
 	//go:embed redlock_reentrant.lua
 	luaRedlockReentrant string
 	//go:embed redlock_release.lua
 	luaRedlockRelease string
 
-	scriptRedlockReentrant = newServerScript("redlock_reentrant", luaRedlockReentrant, "{}")
-	scriptRedlockRelease   = newServerScript("redlock_release", luaRedlockRelease, "{'allow-oom'}")
+	scriptRedlockReentrant = redis.NewScript(protocol.LuaLibrary() + luaRedlockReentrant)
+	scriptRedlockRelease   = redis.NewScript(protocol.LuaLibrary() + luaRedlockRelease)
 )
 
 // serverScripts are the functions of functionLibrary, in the order it defines them. Redlock's
