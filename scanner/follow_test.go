@@ -227,17 +227,22 @@ func processCPU(t testing.TB, c *redis.Client) time.Duration {
 
 // serverCPUTime is redis-server's CPU time, user and system, all threads (INFO cpu).
 func serverCPUTime(ctx context.Context, c *redis.Client) (time.Duration, error) {
+	return infoCPU(ctx, c, "used_cpu_sys:", "used_cpu_user:")
+}
+
+// infoCPU sums the INFO cpu fields named (with their colon), in seconds, as a duration.
+func infoCPU(ctx context.Context, c *redis.Client, fields ...string) (time.Duration, error) {
 	info, err := c.Info(ctx, "cpu").Result()
 	if err != nil {
 		return 0, err
 	}
 	var seconds float64
 	for _, line := range strings.Split(info, "\r\n") {
-		for _, field := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+		for _, field := range fields {
 			if v, ok := strings.CutPrefix(line, field); ok {
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil {
-					return 0, err
+					return 0, fmt.Errorf("INFO cpu %s: %w", line, err)
 				}
 				seconds += f
 			}
