@@ -49,6 +49,19 @@ func lockIn(u Update, key string) (Lock, bool) {
 	return Lock{}, false
 }
 
+// applyFor hands apply every update that arrives within d: the stream once it has gone quiet.
+func applyFor(updates <-chan Update, d time.Duration, apply func(Update)) {
+	quiet := time.After(d)
+	for {
+		select {
+		case u := <-updates:
+			apply(u)
+		case <-quiet:
+			return
+		}
+	}
+}
+
 func passDone(gen uint64) func(Update) bool {
 	return func(u Update) bool { return u.Kind == UpdatePassDone && u.Gen == gen }
 }
@@ -397,15 +410,7 @@ func TestFollowHearsEvictions(t *testing.T) {
 	if evicted == 0 {
 		t.Fatal("no lock was evicted")
 	}
-	quiet := time.After(2 * time.Second)
-	for done := false; !done; {
-		select {
-		case u := <-updates:
-			apply(u)
-		case <-quiet:
-			done = true
-		}
-	}
+	applyFor(updates, 2*time.Second, apply)
 	for k := range census {
 		if c.Exists(ctx, k).Val() == 0 {
 			t.Fatalf("%s was evicted (%d of %d locks were) and is still in the census", k, evicted, len(keys))
