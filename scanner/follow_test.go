@@ -316,6 +316,15 @@ func TestFollowClusterAndRedlock(t *testing.T) {
 	})
 }
 
+// flushAndWaitEmpty runs FLUSHALL and waits for a later pass that finds nothing.
+func flushAndWaitEmpty(t *testing.T, ctx context.Context, c *redis.Client, updates <-chan Update) {
+	t.Helper()
+	must(t, c.FlushAll(ctx).Err())
+	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
+		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
+	})
+}
+
 // TestFollowTrackingSeesFlush: FLUSHALL sends CLIENT TRACKING's invalidation of every key (a
 // null payload): the census is taken again at once, so the locks it removed leave the
 // console long before the next pass (an hour away).
@@ -325,10 +334,7 @@ func TestFollowTrackingSeesFlush(t *testing.T) {
 	loadLocks(t, c, "x", 20)
 	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
 	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
-	must(t, c.FlushAll(ctx).Err())
-	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
-		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
-	})
+	flushAndWaitEmpty(t, ctx, c, updates)
 }
 
 // TestFollowNotificationsSeesFlush: keyspace notifications name no key on FLUSHALL; the
@@ -343,10 +349,7 @@ func TestFollowNotificationsSeesFlush(t *testing.T) {
 		t.Fatalf("following %q, want notifications", got)
 	}
 	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
-	must(t, c.FlushAll(ctx).Err())
-	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
-		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
-	})
+	flushAndWaitEmpty(t, ctx, c, updates)
 }
 
 // TestFollowTrackingSurvivesClientKill: CLIENT KILL of the subscriber alone (the data
