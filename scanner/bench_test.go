@@ -133,23 +133,11 @@ func timeIt(b *testing.B, f func() int, want int) time.Duration {
 
 // serverCPU is the CPU time redis-server's main thread has used (INFO cpu).
 func serverCPU(b *testing.B, c *redis.Client) time.Duration {
-	info, err := c.Info(context.Background(), "cpu").Result()
+	d, err := infoCPU(context.Background(), c, "used_cpu_sys_main_thread:", "used_cpu_user_main_thread:")
 	if err != nil {
 		b.Fatal(err)
 	}
-	var seconds float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, field := range []string{"used_cpu_sys_main_thread:", "used_cpu_user_main_thread:"} {
-			if v, ok := strings.CutPrefix(line, field); ok {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatalf("INFO cpu %s: %v", line, err)
-				}
-				seconds += f
-			}
-		}
-	}
-	return time.Duration(seconds * float64(time.Second))
+	return d
 }
 
 // watchFirstRows starts a Watch and returns how long it took to deliver its first batch of

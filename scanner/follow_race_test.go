@@ -54,15 +54,7 @@ func TestFollowChurnLeavesNoGhosts(t *testing.T) {
 	}
 	stop.Store(true)
 	<-churned
-	quiet := time.After(3 * time.Second)
-	for done := false; !done; {
-		select {
-		case u := <-updates:
-			apply(u)
-		case <-quiet:
-			done = true
-		}
-	}
+	applyFor(updates, 3*time.Second, apply)
 	ghosts := 0
 	for k := range census {
 		if c.Exists(ctx, k).Val() == 0 {

@@ -49,6 +49,19 @@ func lockIn(u Update, key string) (Lock, bool) {
 	return Lock{}, false
 }
 
+// applyFor hands apply every update that arrives within d: the stream once it has gone quiet.
+func applyFor(updates <-chan Update, d time.Duration, apply func(Update)) {
+	quiet := time.After(d)
+	for {
+		select {
+		case u := <-updates:
+			apply(u)
+		case <-quiet:
+			return
+		}
+	}
+}
+
 func passDone(gen uint64) func(Update) bool {
 	return func(u Update) bool { return u.Kind == UpdatePassDone && u.Gen == gen }
 }
@@ -227,17 +240,22 @@ func processCPU(t testing.TB, c *redis.Client) time.Duration {
 
 // serverCPUTime is redis-server's CPU time, user and system, all threads (INFO cpu).
 func serverCPUTime(ctx context.Context, c *redis.Client) (time.Duration, error) {
+	return infoCPU(ctx, c, "used_cpu_sys:", "used_cpu_user:")
+}
+
+// infoCPU sums the INFO cpu fields named (with their colon), in seconds, as a duration.
+func infoCPU(ctx context.Context, c *redis.Client, fields ...string) (time.Duration, error) {
 	info, err := c.Info(ctx, "cpu").Result()
 	if err != nil {
 		return 0, err
 	}
 	var seconds float64
 	for _, line := range strings.Split(info, "\r\n") {
-		for _, field := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+		for _, field := range fields {
 			if v, ok := strings.CutPrefix(line, field); ok {
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil {
-					return 0, err
+					return 0, fmt.Errorf("INFO cpu %s: %w", line, err)
 				}
 				seconds += f
 			}
@@ -298,6 +316,15 @@ func TestFollowClusterAndRedlock(t *testing.T) {
 	})
 }
 
+// flushAndWaitEmpty runs FLUSHALL and waits for a later pass that finds nothing.
+func flushAndWaitEmpty(t *testing.T, ctx context.Context, c *redis.Client, updates <-chan Update) {
+	t.Helper()
+	must(t, c.FlushAll(ctx).Err())
+	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
+		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
+	})
+}
+
 // TestFollowTrackingSeesFlush: FLUSHALL sends CLIENT TRACKING's invalidation of every key (a
 // null payload): the census is taken again at once, so the locks it removed leave the
 // console long before the next pass (an hour away).
@@ -307,10 +334,7 @@ func TestFollowTrackingSeesFlush(t *testing.T) {
 	loadLocks(t, c, "x", 20)
 	updates := New(target, Options{Interval: time.Hour}).Watch(ctx)
 	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
-	must(t, c.FlushAll(ctx).Err())
-	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
-		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
-	})
+	flushAndWaitEmpty(t, ctx, c, updates)
 }
 
 // TestFollowNotificationsSeesFlush: keyspace notifications name no key on FLUSHALL; the
@@ -325,10 +349,7 @@ func TestFollowNotificationsSeesFlush(t *testing.T) {
 		t.Fatalf("following %q, want notifications", got)
 	}
 	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
-	must(t, c.FlushAll(ctx).Err())
-	waitFor(t, updates, 5*time.Second, "a pass after FLUSHALL finding nothing", func(u Update) bool {
-		return u.Kind == UpdatePassDone && u.Gen > 1 && u.Census.Scanned == 0
-	})
+	flushAndWaitEmpty(t, ctx, c, updates)
 }
 
 // TestFollowTrackingSurvivesClientKill: CLIENT KILL of the subscriber alone (the data
@@ -392,15 +413,7 @@ func TestFollowHearsEvictions(t *testing.T) {
 	if evicted == 0 {
 		t.Fatal("no lock was evicted")
 	}
-	quiet := time.After(2 * time.Second)
-	for done := false; !done; {
-		select {
-		case u := <-updates:
-			apply(u)
-		case <-quiet:
-			done = true
-		}
-	}
+	applyFor(updates, 2*time.Second, apply)
 	for k := range census {
 		if c.Exists(ctx, k).Val() == 0 {
 			t.Fatalf("%s was evicted (%d of %d locks were) and is still in the census", k, evicted, len(keys))

@@ -275,13 +275,17 @@ func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 	if strings.Contains(flags, "A") {
 		return true
 	}
-	for _, f := range "g$hxe" {
+	for _, f := range lockEvents {
 		if !strings.ContainsRune(flags, f) {
 			return false
 		}
 	}
 	return true
 }
+
+// lockEvents are the keyspace event classes every change of a lock key falls in: generic,
+// string, hash, expired and evicted.
+const lockEvents = "g$hxe"
 
 // hintsHealthCheck is how long a subscriber waits for a message before it pings the server,
 // so that a dead connection is found and replaced.
@@ -358,7 +362,7 @@ func enableNotifications(ctx context.Context, c redis.Cmdable) error {
 		return err
 	}
 	flags := cur["notify-keyspace-events"]
-	for _, f := range "Kg$hxe" {
+	for _, f := range "K" + lockEvents {
 		if !strings.ContainsRune(flags, f) {
 			flags += string(f)
 		}
