@@ -140,7 +140,7 @@ func consoleRun(b *testing.B, c *redis.Client, target connect.Target, opts Optio
 	r.census = time.Since(start)
 	screen := make([]string, 40)
 	for i := range screen {
-		screen[i] = fmt.Sprintf("lock:bench:%07d", i)
+		screen[i] = redistest.LockKey(i)
 	}
 	fl.Focus(screen)
 	var ch *churner

@@ -11,7 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// LoadLocks writes n lockscope-format locks (lock:bench:0000000 ...; value
+// LockKey is the name of lock i that LoadLocks writes.
+func LockKey(i int) string { return fmt.Sprintf("lock:bench:%07d", i) }
+
+// LoadLocks writes n lockscope-format locks (LockKey(0) ...; value
 // worker-<i%64>:-:1764400000123:<i as 16 hex>, TTL 1 h) with pipelined SET ... PX on 4
 // connections: the keyspace of the million-lock benchmarks.
 func LoadLocks(tb testing.TB, c *redis.Client, n int) {
@@ -25,7 +28,7 @@ func LoadLocks(tb testing.TB, c *redis.Client, n int) {
 			for start := w * 1000; start < n && failed.Load() == nil; start += workers * 1000 {
 				pipe := c.Pipeline()
 				for i := start; i < min(start+1000, n); i++ {
-					pipe.Set(ctx, fmt.Sprintf("lock:bench:%07d", i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
+					pipe.Set(ctx, LockKey(i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
 				}
 				if _, err := pipe.Exec(ctx); err != nil {
 					failed.Store(&err)
