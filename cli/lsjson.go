@@ -94,11 +94,7 @@ func (j *lockJSON) appendTo(b []byte) []byte {
 	b = append(b, `,"trace":`...)
 	b = appendJSONString(b, j.Trace)
 	b = append(b, `,"acquired_at":`...)
-	if j.AcquiredAt != nil {
-		b = appendJSONString(b, *j.AcquiredAt)
-	} else {
-		b = append(b, "null"...)
-	}
+	b = appendJSONStringOrNull(b, j.AcquiredAt)
 	b = append(b, `,"age_ms":`...)
 	b = appendJSONInt(b, j.AgeMs)
 	b = append(b, `,"ttl_ms":`...)
@@ -121,11 +117,7 @@ func (j *lockJSON) appendTo(b []byte) []byte {
 		b = append(b, `{"addr":`...)
 		b = appendJSONString(b, in.Addr)
 		b = append(b, `,"value":`...)
-		if in.Value != nil {
-			b = appendJSONString(b, *in.Value)
-		} else {
-			b = append(b, "null"...)
-		}
+		b = appendJSONStringOrNull(b, in.Value)
 		b = append(b, `,"ttl_ms":`...)
 		b = appendJSONInt(b, in.TTLMs)
 		b = append(b, '}')
@@ -139,6 +131,14 @@ func appendJSONInt(b []byte, n *int64) []byte {
 		return append(b, "null"...)
 	}
 	return strconv.AppendInt(b, *n, 10)
+}
+
+// appendJSONStringOrNull appends *s as a JSON string, or null.
+func appendJSONStringOrNull(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *s)
 }
 
 // appendJSONString appends s as a JSON string, escaped as json.Encoder (HTML escaping off)

@@ -6,6 +6,8 @@
 package presenttest
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,3 +111,18 @@ var Audit = actions.AuditRecord{Time: Now.Add(-1500 * time.Millisecond), Operato
 // AuditCells are the cells of Audit under present.AuditColumns, as both outputs show them.
 var AuditCells = []string{"2025-11-29T08:59:58.500Z", "alice", "extend " + ExtendText, "lock:a", "failed: AUTH ***: WRONGPASS",
 	present.Unknown, valueA}
+
+// AuditTableProblems is what an audit table's header line and its row of Audit, as the CLI
+// or the TUI renders them, get wrong against present.AuditColumns and AuditCells (none: nil).
+func AuditTableProblems(header, row string) []string {
+	var problems []string
+	if got := strings.Fields(header); !slices.Equal(got, present.AuditColumns) {
+		problems = append(problems, fmt.Sprintf("audit columns %v, want %v", got, present.AuditColumns))
+	}
+	for _, cell := range AuditCells {
+		if !strings.Contains(row, cell) {
+			problems = append(problems, fmt.Sprintf("audit row lacks %q: %s", cell, row))
+		}
+	}
+	return problems
+}
