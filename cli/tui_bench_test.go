@@ -42,7 +42,7 @@ func BenchmarkTUIMillion(b *testing.B) {
 	redistest.LoadLocks(b, srv.Client(), n)
 	// The last ttlProbes locks expire first, the last one soonest: the head of the TTL order.
 	for j := range ttlProbes {
-		if err := srv.Client().Expire(context.Background(), benchKey(n-1-j), 30*time.Minute+time.Duration(j)*time.Second).Err(); err != nil {
+		if err := srv.Client().Expire(context.Background(), redistest.LockKey(n-1-j), 30*time.Minute+time.Duration(j)*time.Second).Err(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -127,9 +127,6 @@ func (r consoleRun) String() string {
 
 func ms(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
 
-// benchKey is the name of lock i written by redistest.LoadLocks.
-func benchKey(i int) string { return fmt.Sprintf("lock:bench:%07d", i) }
-
 // ttlProbes is how many locks the benchmark gives a shorter TTL than the others.
 const ttlProbes = 10
 
@@ -156,7 +153,7 @@ func measureConsole(b *testing.B, bin, addr string, n int) consoleRun {
 	s.waitForText(fmt.Sprintf("%d locks", n), time.Minute) // the whole census is in
 	// The selection starts on the first row of the first batch; the keys start from the top.
 	s.keys("g")
-	s.waitFor("the first row selected", time.Minute, func(string) bool { return selectedKey(s.styledScreen()) == benchKey(0) })
+	s.waitFor("the first row selected", time.Minute, func(string) bool { return selectedKey(s.styledScreen()) == redistest.LockKey(0) })
 
 	if *tuiKeys {
 		for _, k := range consoleKeys(n) {
@@ -193,20 +190,20 @@ func consoleKeys(n int) []consoleKey {
 		// A sort keeps the selected lock (the first) selected: reversed, it is the last row.
 		{name: "K", key: "K", echo: header("KEY↓"), rows: func(scr string) bool {
 			rows := dataRow.FindAllString(scr, -1)
-			return len(rows) > 2 && rows[len(rows)-2] == benchKey(1) && rows[len(rows)-1] == benchKey(0)
+			return len(rows) > 2 && rows[len(rows)-2] == redistest.LockKey(1) && rows[len(rows)-1] == redistest.LockKey(0)
 		}},
-		{name: "K", key: "K", echo: header("KEY↑"), rows: nthRow(0, benchKey(0))},
-		{name: "j", key: "j", echo: selected(benchKey(1))},
-		{name: "k", key: "k", echo: selected(benchKey(0))},
-		{name: "pgdn", key: "NPage", echo: func(scr string) bool { k := selectedKey(scr); return k != "" && k > benchKey(10) }},
-		{name: "G", key: "G", echo: selected(benchKey(n - 1))},
-		{name: "g", key: "g", echo: selected(benchKey(0))},
-		{name: "H", key: "H", echo: header("HOLDER↑"), rows: nthRow(1, benchKey(64))},
-		{name: "A", key: "A", echo: header("AGE↑"), rows: nthRow(1, benchKey(1))},
+		{name: "K", key: "K", echo: header("KEY↑"), rows: nthRow(0, redistest.LockKey(0))},
+		{name: "j", key: "j", echo: selected(redistest.LockKey(1))},
+		{name: "k", key: "k", echo: selected(redistest.LockKey(0))},
+		{name: "pgdn", key: "NPage", echo: func(scr string) bool { k := selectedKey(scr); return k != "" && k > redistest.LockKey(10) }},
+		{name: "G", key: "G", echo: selected(redistest.LockKey(n - 1))},
+		{name: "g", key: "g", echo: selected(redistest.LockKey(0))},
+		{name: "H", key: "H", echo: header("HOLDER↑"), rows: nthRow(1, redistest.LockKey(64))},
+		{name: "A", key: "A", echo: header("AGE↑"), rows: nthRow(1, redistest.LockKey(1))},
 		// The last lock expires first: with it selected, the TTL order is shown from the top.
-		{name: "G", key: "G", echo: selected(benchKey(n - 1))},
+		{name: "G", key: "G", echo: selected(redistest.LockKey(n - 1))},
 		{name: "T", key: "T", echo: header("TTL↑"), rows: func(scr string) bool {
-			return nthRow(0, benchKey(n-1))(scr) && nthRow(1, benchKey(n-2))(scr)
+			return nthRow(0, redistest.LockKey(n-1))(scr) && nthRow(1, redistest.LockKey(n-2))(scr)
 		}},
 		{name: "/", key: "/", echo: func(scr string) bool { return strings.HasPrefix(promptLine(scr), "/substring") }},
 	}
@@ -236,7 +233,7 @@ const detailPane = "╭─ details"
 func filterCount(n int, text string) int {
 	c := 0
 	for i := range n {
-		if strings.Contains(benchKey(i), text) || strings.Contains("worker-"+strconv.Itoa(i%64), text) || strings.Contains("-", text) {
+		if strings.Contains(redistest.LockKey(i), text) || strings.Contains("worker-"+strconv.Itoa(i%64), text) || strings.Contains("-", text) {
 			c++
 		}
 	}
