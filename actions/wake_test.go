@@ -209,7 +209,7 @@ func TestForceReleaseWakesRedissonWaiters(t *testing.T) {
 			channels: []string{"redisson_lock__channel:{lock:r:plain}"}, message: "0",
 			sharded: "redisson_lock__channel:{lock:r:plain}"},
 		{name: "lock:r:fair", fields: map[string]string{client + ":63": "1"},
-			queue: []redis.Z{{Score: float64(now - 1000), Member: client + ":64"}, {Score: float64(now + 330000), Member: client + ":65"}},
+			queue:    []redis.Z{{Score: float64(now - 1000), Member: client + ":64"}, {Score: float64(now + 330000), Member: client + ":65"}},
 			channels: []string{"redisson_lock__channel:{lock:r:fair}:" + client + ":65", "redisson_lock__channel:{lock:r:fair}"},
 			message:  "0", sharded: "redisson_lock__channel:{lock:r:fair}:" + client + ":65",
 			untouched: []string{"redisson_lock_queue:{lock:r:fair}", "redisson_lock_timeout:{lock:r:fair}"}},
