@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +71,21 @@ func TestRedissonPeer(t *testing.T) {
 		t.Errorf("show lock:redisson:fenced: no fence 1 in\n%s", r.stdout)
 	}
 
+	// The console's W column: the same counts, and `-` where nobody can tell (a semaphore, a
+	// redsync lock: their waiters poll), never 0.
+	if err := srv.Client().Set(context.Background(), "lock:redsync", "q83vEjRWeJCrze8SNFZ4kA==", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := startTUI(t, "--redis", url, "--pattern", "lock:*")
+	want := map[string]string{"lock:redisson:fair": "1", "lock:redisson:waited": "1", "lock:redisson:lease": "0",
+		"lock:redisson:sem": "-", "lock:redsync": "-"}
+	var got map[string]string
+	s.waitFor("the W column", 15*time.Second, func(scr string) bool {
+		got = waiterCells(scr, want)
+		return maps.Equal(got, want)
+	})
+	s.quit()
+
 	// Force-release: the waiter takes the lock within moments, not at its next retry.
 	for key, event := range map[string]string{"lock:redisson:waited": "B-ACQUIRED", "lock:redisson:fair": "FAIR-WAITER-ACQUIRED"} {
 		released := time.Now()
@@ -80,4 +97,27 @@ func TestRedissonPeer(t *testing.T) {
 			t.Logf("release %s: %s %v after the release", key, line, time.Since(released).Round(time.Millisecond))
 		}
 	}
+}
+
+// waiterCells reads the W column of the console's table on the rows of keys: the cell under
+// the header's W (a terminal cell is a rune on these rows).
+func waiterCells(screen string, keys map[string]string) map[string]string {
+	lines := strings.Split(screen, "\n")
+	col := -1
+	for _, line := range lines {
+		if i := strings.Index(line, " W FORMAT"); i >= 0 && strings.Contains(line, "KEY") {
+			col = len([]rune(line[:i])) + 1
+		}
+	}
+	cells := map[string]string{}
+	for _, line := range lines {
+		fields, r := strings.Fields(line), []rune(line)
+		if col < 0 || len(fields) == 0 || len(r) <= col {
+			continue
+		}
+		if key := strings.TrimLeft(fields[0], "∞!"); keys[key] != "" {
+			cells[key] = string(r[col])
+		}
+	}
+	return cells
 }
