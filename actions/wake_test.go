@@ -271,3 +271,53 @@ func TestForceReleaseWakesRedissonWaiters(t *testing.T) {
 		})
 	}
 }
+
+// On a cluster the wake-up reaches Redisson's waiters whichever Pub/Sub they chose: SPUBLISH
+// for those subscribed with SSUBSCRIBE (sharded, on the slot's master: the channel is in the
+// lock's slot), PUBLISH for the others, which the cluster forwards to every node.
+func TestForceReleaseWakesRedissonWaitersOnACluster(t *testing.T) {
+	redistest.Slow(t)
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client()
+	defer cc.Close()
+	ctx := testCtx(t)
+	const key, owner = "lock:r:plain", "6841f7a9-1c2d-4e5f-8a9b-83751ef2f06b:61"
+	channel := "redisson_lock__channel:{" + key + "}"
+	if err := cc.HSet(ctx, key, owner, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sharded := cc.SSubscribe(ctx, channel)
+	defer sharded.Close()
+	// A plain subscriber on a master that does not hold the key.
+	holder, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other *redis.Client
+	for _, addr := range cl.Addrs {
+		if addr != holder.Options().Addr {
+			other = redis.NewClient(&redis.Options{Addr: addr})
+			break
+		}
+	}
+	defer other.Close()
+	plain := other.Subscribe(ctx, channel)
+	defer plain.Close()
+	for _, ps := range []*redis.PubSub{sharded, plain} {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := connect.Target{Mode: connect.Cluster, Clients: []redis.UniversalClient{cc}, Addrs: cl.Addrs[:1]}
+	res, err := New(target, Options{}).Release(ctx, key, CanonicalHash(map[string]string{owner: "1"}), "stuck")
+	if err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for name, ps := range map[string]*redis.PubSub{"sharded": sharded, "plain": plain} {
+		if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Channel != channel || msg.Payload != "0" {
+			t.Errorf("%s subscriber: %v %v, want 0 on %s", name, msg, err, channel)
+		}
+	}
+}
