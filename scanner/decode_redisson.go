@@ -114,9 +114,12 @@ func redissonPrefixed(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
-// RedissonQueueKey and RedissonTimeoutKey are an RFairLock's waiter queue and their stale
-// deadlines; a force-release wakes the queue's head (actions/release.lua).
-func RedissonQueueKey(lock string) string   { return redissonPrefixed(redissonQueuePrefix, lock) }
+// RedissonQueueKey is an RFairLock's waiter queue (a list of <uuid>:<threadId>, in order); a
+// force-release wakes its first live entry (actions/redisson.lua).
+func RedissonQueueKey(lock string) string { return redissonPrefixed(redissonQueuePrefix, lock) }
+
+// RedissonTimeoutKey holds the stale deadline of each entry of RedissonQueueKey (a sorted set
+// scored in unix ms): past it, Redisson drops the waiter from the queue at its next attempt.
 func RedissonTimeoutKey(lock string) string { return redissonPrefixed(redissonTimeoutPrefix, lock) }
 
 // redissonNameOf inverts the name part of prefixName and suffixName: "{<name>}" is name when
