@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,11 +19,14 @@ var (
 	holderLua string
 	//go:embed release.lua
 	releaseLua string
+	//go:embed redisson.lua
+	redissonLua string
 	//go:embed extend.lua
 	extendLua string
 
-	// release.lua wakes locklib's waiters with the protocol's own Lua (wakeLiveHead).
-	releaseSource = protocol.LuaLibrary() + holderLua + "\n" + releaseLua
+	// release.lua wakes locklib's waiters with the protocol's own Lua (wakeLiveHead), and
+	// Redisson's as Redisson does (redisson.lua).
+	releaseSource = protocol.LuaLibrary() + holderLua + "\n" + redissonLua + "\n" + releaseLua
 	extendSource  = holderLua + "\n" + extendLua
 	releaseScript = redis.NewScript(releaseSource)
 	extendScript  = redis.NewScript(extendSource)
@@ -62,8 +66,9 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 		script, source, success = extendScript, extendSource, Extended
 		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
 	} else {
-		// release.lua wakes locklib's waiters: it needs their queue keys.
-		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key))
+		// release.lua wakes locklib's and Redisson's waiters: it needs their queue keys.
+		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key),
+			scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
 	}
 
 	res.Instances = make([]InstanceResult, len(a.target.Clients))

@@ -185,3 +185,139 @@ func TestForceReleaseWithoutWakeUpPermissions(t *testing.T) {
 		}
 	}
 }
+
+// A force-release of a Redisson lock tells its waiters as Redisson's own unlock does
+// (3.52.0): UNLOCK_MESSAGE 0 on the lock's channel, and for an RFairLock on the channel of
+// the first queued waiter whose stale deadline has not passed; READ_UNLOCK_MESSAGE 1 on an
+// RReadWriteLock's channel. Each goes out with PUBLISH and SPUBLISH (sharded subscribers).
+// The queue is only read. (TestRedissonPeer in cli times a real Redisson waiter.)
+func TestForceReleaseWakesRedissonWaiters(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	const client = "6841f7a9-1c2d-4e5f-8a9b-83751ef2f06b"
+	now := time.Now().UnixMilli()
+	tests := []struct {
+		name      string
+		fields    map[string]string
+		queue     []redis.Z // RFairLock waiters and their stale deadlines
+		channels  []string  // where the release must publish, and each gets
+		message   string
+		sharded   string // the channel a sharded subscriber listens on
+		untouched []string
+	}{
+		{name: "lock:r:plain", fields: map[string]string{client + ":61": "1"},
+			channels: []string{"redisson_lock__channel:{lock:r:plain}"}, message: "0",
+			sharded: "redisson_lock__channel:{lock:r:plain}"},
+		{name: "lock:r:fair", fields: map[string]string{client + ":63": "1"},
+			queue:    []redis.Z{{Score: float64(now - 1000), Member: client + ":64"}, {Score: float64(now + 330000), Member: client + ":65"}},
+			channels: []string{"redisson_lock__channel:{lock:r:fair}:" + client + ":65", "redisson_lock__channel:{lock:r:fair}"},
+			message:  "0", sharded: "redisson_lock__channel:{lock:r:fair}:" + client + ":65",
+			untouched: []string{"redisson_lock_queue:{lock:r:fair}", "redisson_lock_timeout:{lock:r:fair}"}},
+		{name: "lock:{r}:rw", fields: map[string]string{"mode": "write", client + ":67:write": "1"},
+			channels: []string{"redisson_rwlock:lock:{r}:rw"}, message: "1", sharded: "redisson_rwlock:lock:{r}:rw"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.HSet(ctx, tc.name, tc.fields).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, z := range tc.queue {
+				c.RPush(ctx, "redisson_lock_queue:{"+tc.name+"}", z.Member)
+				c.ZAdd(ctx, "redisson_lock_timeout:{"+tc.name+"}", z)
+			}
+			before := map[string]any{}
+			for _, k := range tc.untouched {
+				before[k] = c.Dump(ctx, k).Val()
+			}
+			ps := c.Subscribe(ctx, tc.channels...)
+			defer ps.Close()
+			sps := c.SSubscribe(ctx, tc.sharded)
+			defer sps.Close()
+			for range tc.channels {
+				if _, err := ps.Receive(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := sps.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res, err := New(target, Options{}).Release(ctx, tc.name, CanonicalHash(tc.fields), "stuck")
+			if err != nil || res.Outcome != Released {
+				t.Fatalf("force-release: %q %v", res.Outcome, err)
+			}
+			wakeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			heard := map[string]string{}
+			for range tc.channels {
+				msg, err := ps.ReceiveMessage(wakeCtx)
+				if err != nil {
+					t.Fatalf("heard %v, then nothing: %v", heard, err)
+				}
+				heard[msg.Channel] = msg.Payload
+			}
+			for _, ch := range tc.channels {
+				if heard[ch] != tc.message {
+					t.Errorf("%s: heard %q, want %q (all: %v)", ch, heard[ch], tc.message, heard)
+				}
+			}
+			if msg, err := sps.ReceiveMessage(wakeCtx); err != nil || msg.Payload != tc.message {
+				t.Errorf("sharded %s: %v %v, want %q", tc.sharded, msg, err, tc.message)
+			}
+			for k, dump := range before {
+				if c.Dump(ctx, k).Val() != dump {
+					t.Errorf("%s changed", k)
+				}
+			}
+		})
+	}
+}
+
+// On a cluster the wake-up reaches Redisson's waiters whichever Pub/Sub they chose: SPUBLISH
+// for those subscribed with SSUBSCRIBE (sharded, on the slot's master: the channel is in the
+// lock's slot), PUBLISH for the others, which the cluster forwards to every node.
+func TestForceReleaseWakesRedissonWaitersOnACluster(t *testing.T) {
+	redistest.Slow(t)
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client()
+	defer cc.Close()
+	ctx := testCtx(t)
+	const key, owner = "lock:r:plain", "6841f7a9-1c2d-4e5f-8a9b-83751ef2f06b:61"
+	channel := "redisson_lock__channel:{" + key + "}"
+	if err := cc.HSet(ctx, key, owner, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sharded := cc.SSubscribe(ctx, channel)
+	defer sharded.Close()
+	// A plain subscriber on a master that does not hold the key.
+	holder, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other *redis.Client
+	for _, addr := range cl.Addrs {
+		if addr != holder.Options().Addr {
+			other = redis.NewClient(&redis.Options{Addr: addr})
+			break
+		}
+	}
+	defer other.Close()
+	plain := other.Subscribe(ctx, channel)
+	defer plain.Close()
+	for _, ps := range []*redis.PubSub{sharded, plain} {
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := connect.Target{Mode: connect.Cluster, Clients: []redis.UniversalClient{cc}, Addrs: cl.Addrs[:1]}
+	res, err := New(target, Options{}).Release(ctx, key, CanonicalHash(map[string]string{owner: "1"}), "stuck")
+	if err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for name, ps := range map[string]*redis.PubSub{"sharded": sharded, "plain": plain} {
+		if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Channel != channel || msg.Payload != "0" {
+			t.Errorf("%s subscriber: %v %v, want 0 on %s", name, msg, err, channel)
+		}
+	}
+}

@@ -74,6 +74,24 @@ func TestClusterCensus(t *testing.T) {
 		t.Errorf("Get on the cluster: %+v %v", l, err)
 	}
 
+	// Redisson's companions are in its lock's slot: a fair lock's queue is read there, a plain
+	// lock's subscribers (which may be on any node) are not: unknown, not 0.
+	owner := func(thread string) string { return redissonClient + ":" + thread }
+	must(t, cc.HSet(ctx, "lock:c:fair", owner("63"), "1").Err())
+	must(t, cc.RPush(ctx, "redisson_lock_queue:{lock:c:fair}", owner("64")).Err())
+	must(t, cc.ZAdd(ctx, "redisson_lock_timeout:{lock:c:fair}", redisZ(float64(time.Now().Add(time.Minute).UnixMilli()), owner("64"))).Err())
+	must(t, cc.Set(ctx, "redisson_lock_token:{lock:c:fair}", "5", 0).Err())
+	must(t, cc.HSet(ctx, "lock:c:plain", owner("61"), "1").Err())
+	if l, err := s.Get(ctx, "lock:c:fair"); err != nil || !l.HasWaiters || l.Waiters != 1 || l.Fence != 5 {
+		t.Errorf("Redisson fair lock on the cluster: waiters %d/%v fence %d (%v), want 1 and 5", l.Waiters, l.HasWaiters, l.Fence, err)
+	}
+	if l, err := s.Get(ctx, "lock:c:plain"); err != nil || l.HasWaiters {
+		t.Errorf("Redisson lock on the cluster: waiters %d known %v (%v), want unknown", l.Waiters, l.HasWaiters, err)
+	}
+	for _, k := range []string{"lock:c:fair", "lock:c:plain"} {
+		must(t, cc.Del(ctx, k).Err())
+	}
+
 	dead := cl.Nodes[1].Addr
 	cl.Nodes[1].Kill()
 	start := time.Now()

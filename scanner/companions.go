@@ -8,12 +8,53 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A census learns which locks have companion keys (protocol.FenceKey, protocol.WaitQueueKey)
-// from its own SCAN instead of asking for each lock's: SCAN walks the whole keyspace anyway,
-// so widening MATCH to also return them (protocol.LockKeyOf names their lock) costs no
-// lookup, while asking costs one per lock, as much as the lock's own PTTL. Only companions
-// that exist are then read, after the scan. A pattern with '[' or '\' keeps the per-batch reads: the client
-// filters the widened SCAN's answers by the pattern itself, and does so only for '*' and '?'.
+// Companion keys are the keys a lock library keeps beside a lock: locklib's fence, wait queue
+// and the rest (protocol.LockKeyOf), Redisson's token, fair-lock queue and deadlines, read-lock
+// levels, semaphore permits and unlock latches (redissonLockOf). They belong to their lock:
+// a key whose lock the pattern also matches is never a row of its own, so a wide pattern
+// (`*`) lists each lock once instead of its counters and queues as locks that never expire.
+// A pattern that matches a companion but not its lock (`redisson_lock_token:*`) still lists it.
+//
+// A census learns which locks have locklib companions (protocol.FenceKey,
+// protocol.WaitQueueKey) from its own SCAN instead of asking for each lock's: SCAN walks the
+// whole keyspace anyway, so widening MATCH to also return them (protocol.LockKeyOf names
+// their lock) costs no lookup, while asking costs one per lock, as much as the lock's own
+// PTTL. Only companions that exist are then read, after the scan. A pattern with '[' or '\'
+// keeps the per-batch reads: the client filters the widened SCAN's answers by the pattern
+// itself, and does so only for '*' and '?'. Redisson's are read per batch, for the batch's
+// Redisson locks only (readRedisson).
+
+// companionOf names the lock key is a companion of, and which locklib companion it is
+// (0 for Redisson's, which the census reads per batch instead).
+func companionOf(key string) (lock string, kind protocol.Companion, ok bool) {
+	if strings.IndexByte(key, '{') < 0 {
+		return "", 0, false // every companion name has one: the fast answer for most keys
+	}
+	if lock, kind, ok := protocol.LockKeyOf(key); ok {
+		return lock, kind, true
+	}
+	lock, ok = redissonLockOf(key)
+	return lock, 0, ok
+}
+
+// companionIn reports whether key is a companion of a lock that pattern matches: it is shown
+// with that lock, not as a row.
+func companionIn(pattern, key string) bool {
+	lock, _, ok := companionOf(key)
+	return ok && MatchGlob(pattern, lock)
+}
+
+// dropCompanions removes from keys (which match pattern) the companions of locks that
+// pattern matches, in place.
+func dropCompanions(pattern string, keys []string) []string {
+	locks := keys[:0]
+	for _, k := range keys {
+		if !companionIn(pattern, k) {
+			locks = append(locks, k)
+		}
+	}
+	return locks
+}
 
 // canDiscover reports whether pattern is simple enough to filter on the client exactly.
 func canDiscover(pattern string) bool { return !strings.ContainsAny(pattern, `[\`) }
@@ -27,16 +68,16 @@ func widenedPattern(pattern string) string {
 	return "*" + pattern + "*"
 }
 
-// sortOut keeps the keys that match the pattern and records the companions among the rest.
+// sortOut keeps the keys that are locks matching the pattern and records the companions of
+// those locks among the rest.
 func (p *pass) sortOut(keys []string) []string {
 	locks := keys[:0]
 	for _, k := range keys {
-		if MatchGlob(p.s.opts.Pattern, k) {
-			locks = append(locks, k)
-			continue
-		}
-		lock, kind, ok := protocol.LockKeyOf(k)
+		lock, kind, ok := companionOf(k)
 		if !ok || !MatchGlob(p.s.opts.Pattern, lock) {
+			if MatchGlob(p.s.opts.Pattern, k) {
+				locks = append(locks, k)
+			}
 			continue
 		}
 		switch kind {
@@ -53,8 +94,9 @@ func (p *pass) sortOut(keys []string) []string {
 	return locks
 }
 
-// joinCompanions reads the companions the SCAN found and fills them into locks. A lock with
-// no wait queue in the SCAN has nobody waiting (HasWaiters, Waiters 0).
+// joinCompanions reads the companions the SCAN found and fills them into locks. A locklib lock
+// with no wait queue in the SCAN has nobody waiting (HasWaiters, Waiters 0); other formats'
+// waiters are not in that queue (Redisson's were read with their batch).
 func (p *pass) joinCompanions(ctx context.Context, locks []Lock) error {
 	if p.denied[readValue].Load() {
 		return nil // a metadata-only user: the one warning already says companions are unknown
@@ -63,7 +105,9 @@ func (p *pass) joinCompanions(ctx context.Context, locks []Lock) error {
 	for i := range locks {
 		_, fence := p.fences[locks[i].Key]
 		_, queue := p.queues[locks[i].Key]
-		locks[i].HasWaiters = true
+		if locks[i].Format == FormatLockscope {
+			locks[i].HasWaiters = true
+		}
 		if fence || queue {
 			todo = append(todo, i)
 		}
@@ -88,7 +132,7 @@ func (p *pass) readCompanions(ctx context.Context, rdb redis.Cmdable, locks []Lo
 		if _, ok := p.fences[key]; ok && !p.denied[readFence].Load() {
 			fences[j] = pipe.Get(ctx, protocol.FenceKey(key))
 		}
-		if _, ok := p.queues[key]; ok && !p.denied[readWaiters].Load() {
+		if _, ok := p.queues[key]; ok && locks[i].Format == FormatLockscope && !p.denied[readWaiters].Load() {
 			cards[j] = pipe.ZCard(ctx, protocol.WaitQueueKey(key))
 		}
 	}

@@ -1,8 +1,12 @@
 package scanner
 
 import (
+	"context"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // hashField is one field of a hash key as read (HSCAN).
@@ -11,12 +15,16 @@ type hashField struct {
 }
 
 // decodeHash decodes a Redisson lock: every field is <uuid>:<threadId> with the re-entry
-// count as its value. Any other hash is opaque. The holder is shown as Node (the first owner
-// for a read lock with several); Reentry is the sum of the counts.
+// count as its value (a read-write lock's writer as <uuid>:<threadId>:write, next to a
+// "mode" field of read or write). Any other hash is opaque. The holder is shown as Node (the
+// first owner for a read lock with several); Reentry is the sum of the counts.
 func decodeHash(l *Lock, fields []hashField) {
 	owners := make([]Owner, 0, len(fields))
 	total := 0
 	for _, f := range fields {
+		if f.Name == redissonModeField && (f.Value == "read" || f.Value == "write") {
+			continue
+		}
 		n, err := strconv.Atoi(f.Value)
 		if err != nil || n < 0 || !isRedissonOwner(f.Name) {
 			l.Format = FormatOpaque
@@ -33,18 +41,35 @@ func decodeHash(l *Lock, fields []hashField) {
 	l.Owners, l.Reentry, l.Node = owners, total, owners[0].ID
 }
 
-// isRedissonOwner checks <uuid>:<threadId>, the thread id a decimal number.
+// redissonModeField is the field of an RReadWriteLock's hash that says which side holds it.
+const redissonModeField = "mode"
+
+// isRedissonOwner checks <uuid>:<threadId>, the thread id a decimal number, optionally
+// followed by ":write" (an RReadWriteLock's writer).
 func isRedissonOwner(name string) bool {
 	id, thread, ok := strings.Cut(name, ":")
-	if !ok || !isUUID(id) || thread == "" {
+	if !ok || !isUUID(id) {
 		return false
 	}
-	for i := 0; i < len(thread); i++ {
-		if thread[i] < '0' || thread[i] > '9' {
+	return isDecimal(strings.TrimSuffix(thread, ":write"))
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
 	return true
+}
+
+// isRedissonRW reports whether a Redisson lock is an RReadWriteLock (its hash has the mode
+// field): its waiters listen on another channel.
+func isRedissonRW(l *Lock) bool {
+	return strings.HasPrefix(l.Value, redissonModeField+"=") || strings.Contains(l.Value, "\n"+redissonModeField+"=")
 }
 
 // hashText renders hash fields as the raw value: one "field=value" line each, capped at
@@ -63,4 +88,161 @@ func hashText(fields []hashField) (text string, truncated bool) {
 		}
 	}
 	return sb.String(), false
+}
+
+// Redisson names what it keeps beside a lock after the lock (RedissonObject.prefixName and
+// suffixName in 3.52.0): "<prefix>:{<name>}" and "{<name>}:<suffix>", or without the braces
+// when the name has a "{" of its own. So every companion lives in its lock's cluster slot.
+const (
+	redissonTokenPrefix   = "redisson_lock_token"   // RFencedLock: INCR on every lock(), re-entries too
+	redissonQueuePrefix   = "redisson_lock_queue"   // RFairLock: the queued waiters, in order (list)
+	redissonTimeoutPrefix = "redisson_lock_timeout" // RFairLock: each waiter's stale deadline, unix ms (zset)
+	redissonLatchPrefix   = "redisson_unlock_latch" // an unlock's idempotency marker, for a moment
+	// Channels, not keys: an RLock's unlock message, and an RReadWriteLock's.
+	redissonChannelPrefix   = "redisson_lock__channel"
+	redissonRWChannelPrefix = "redisson_rwlock"
+	// Suffixes: an RPermitExpirableSemaphore's permits (zset), a read lock's levels.
+	redissonPermitsSuffix = ":timeout"
+	redissonLevelInfix    = ":rwlock_timeout:"
+)
+
+// redissonPrefixed is Redisson's prefixName.
+func redissonPrefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// RedissonQueueKey is an RFairLock's waiter queue (a list of <uuid>:<threadId>, in order); a
+// force-release wakes its first live entry (actions/redisson.lua).
+func RedissonQueueKey(lock string) string { return redissonPrefixed(redissonQueuePrefix, lock) }
+
+// RedissonTimeoutKey holds the stale deadline of each entry of RedissonQueueKey (a sorted set
+// scored in unix ms): past it, Redisson drops the waiter from the queue at its next attempt.
+func RedissonTimeoutKey(lock string) string { return redissonPrefixed(redissonTimeoutPrefix, lock) }
+
+// redissonNameOf inverts the name part of prefixName and suffixName: "{<name>}" is name when
+// name has no "{"; a part with a "{" elsewhere is the name itself.
+func redissonNameOf(part string) (string, bool) {
+	if inner, ok := strings.CutPrefix(part, "{"); ok && strings.HasSuffix(inner, "}") {
+		if name := inner[:len(inner)-1]; name != "" && !strings.Contains(name, "{") {
+			return name, true
+		}
+	}
+	return part, strings.Contains(part, "{")
+}
+
+// redissonLockOf names the Redisson lock key is a companion of.
+func redissonLockOf(key string) (string, bool) {
+	for _, prefix := range [...]string{redissonTokenPrefix, redissonQueuePrefix, redissonTimeoutPrefix} {
+		if rest, ok := strings.CutPrefix(key, prefix+":"); ok {
+			return redissonNameOf(rest)
+		}
+	}
+	if rest, ok := strings.CutPrefix(key, redissonLatchPrefix+":"); ok {
+		if i := strings.LastIndexByte(rest, ':'); i > 0 {
+			return redissonNameOf(rest[:i]) // :<request id>
+		}
+		return "", false
+	}
+	if base, ok := strings.CutSuffix(key, redissonPermitsSuffix); ok {
+		return redissonNameOf(base)
+	}
+	// <name part>:<uuid>:<threadId>:rwlock_timeout:<level>
+	i := strings.LastIndex(key, redissonLevelInfix)
+	if i < 0 || !isDecimal(key[i+len(redissonLevelInfix):]) {
+		return "", false
+	}
+	thread := strings.LastIndexByte(key[:i], ':')
+	if thread < 0 || !isDecimal(key[thread+1:i]) {
+		return "", false
+	}
+	id := strings.LastIndexByte(key[:thread], ':')
+	if id < 0 || !isUUID(key[id+1:thread]) {
+		return "", false
+	}
+	return redissonNameOf(key[:id])
+}
+
+// readRedisson fills in what Redisson keeps beside the Redisson locks among locks (one
+// server's batch, decoded), in one round trip and only when the batch has any:
+//
+//   - the fence: an RFencedLock's token counter (redisson_lock_token). Redisson INCRs it on
+//     every lock(), re-entries included, so it can be ahead of the token the holder got.
+//   - with waiters set, who waits. An RFairLock's waiters are its queue's entries whose stale
+//     deadline has not passed. A plain RLock's blocked lock() leaves no key, only its
+//     client's subscription to the lock's channel: PUBSUB NUMSUB counts those, one call for
+//     the whole batch. Redisson shares one subscription per channel per client, so it counts
+//     waiting clients: each has at least one waiting thread. On a cluster the subscribers may
+//     be on any node (or, sharded, on the slot's), so there only the queue is read and a lock
+//     without one has unknown waiters.
+//
+// A refused read leaves its part unknown.
+func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters bool) error {
+	var idx []int
+	for i := range locks {
+		if locks[i].Format == FormatRedisson {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	_, cluster := rdb.(*redis.ClusterClient)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	tokens := make([]*redis.StringCmd, len(idx))
+	queued := make([]*redis.IntCmd, len(idx))
+	stale := make([]*redis.IntCmd, len(idx))
+	var channels []string
+	var subscribers *redis.MapStringIntCmd
+	pipe := rdb.Pipeline()
+	for j, i := range idx {
+		key := locks[i].Key
+		tokens[j] = pipe.Get(ctx, redissonPrefixed(redissonTokenPrefix, key))
+		if waiters {
+			queued[j] = pipe.LLen(ctx, RedissonQueueKey(key))
+			stale[j] = pipe.ZCount(ctx, RedissonTimeoutKey(key), "-inf", now)
+			channels = append(channels, redissonChannel(&locks[i]))
+		}
+	}
+	if waiters && !cluster {
+		subscribers = pipe.PubSubNumSub(ctx, channels...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {
+		return err
+	}
+	var counts map[string]int64
+	if subscribers != nil {
+		if c, err := subscribers.Result(); err == nil { // refused: unknown
+			counts = c
+		}
+	}
+	for j, i := range idx {
+		l := &locks[i]
+		if v, err := tokens[j].Result(); err == nil {
+			l.Fence, l.HasFence = parseFence(v)
+		}
+		if !waiters {
+			continue
+		}
+		n, errQ := queued[j].Result()
+		gone, errS := stale[j].Result()
+		switch {
+		case errQ == nil && errS == nil && n > gone:
+			l.Waiters, l.HasWaiters = int(n-gone), true
+		case counts != nil:
+			l.Waiters, l.HasWaiters = int(counts[channels[j]]), true
+		}
+	}
+	return nil
+}
+
+// redissonChannel is where l's waiters hear of an unlock: an RReadWriteLock's channel, or an
+// RLock's (an RFairLock's waiters each have their own, named after their queue entry).
+func redissonChannel(l *Lock) string {
+	if isRedissonRW(l) {
+		return redissonPrefixed(redissonRWChannelPrefix, l.Key)
+	}
+	return redissonPrefixed(redissonChannelPrefix, l.Key)
 }

@@ -319,7 +319,7 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *r
 			continue // a subscription's confirmation or a pong
 		}
 		for _, key := range hintKeys(m) {
-			if MatchGlob(s.opts.Pattern, key) {
+			if MatchGlob(s.opts.Pattern, key) && !companionIn(s.opts.Pattern, key) {
 				dirty.add(key)
 			}
 		}

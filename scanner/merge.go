@@ -38,7 +38,9 @@ func (s *Scanner) readLocks(ctx context.Context, keys []string, readers []server
 			return err
 		}
 		singleLocks(keys, reads[0], readers[0].addr, fetched, dst)
-		return nil
+		return p.retry(ctx, readers[0].addr, func() error {
+			return readRedisson(ctx, readers[0].rdb, dst, p.readsWaiters())
+		})
 	}
 	var wg sync.WaitGroup
 	for j := range readers {
@@ -85,6 +87,17 @@ func singleLocks(keys []string, reads []instRead, addr string, fetched time.Time
 		l.Fence, l.HasFence, l.Waiters, l.HasWaiters = r.fence, r.hasFence, r.waiters, r.hasWaiters
 		l.TTL, l.NoExpiry = ttlOf(r.pttl)
 		decodeValue(l, r)
+		forgetForeignWaiters(l)
+	}
+}
+
+// forgetForeignWaiters makes a lock's waiters unknown unless they were counted where its
+// library queues them: locklib's wait queue counts only locklib's waiters (Redisson's are
+// read apart, readRedisson), and redsync, bsm/redislock and node-redlock waiters poll,
+// which leaves no trace to count. Unknown is not 0: nobody can say that nobody waits.
+func forgetForeignWaiters(l *Lock) {
+	if l.Format != FormatLockscope {
+		l.Waiters, l.HasWaiters = 0, false
 	}
 }
 
@@ -135,6 +148,7 @@ func quorumLocks(keys []string, reads [][]instRead, readers []server, fetched ti
 				l.Waiters, l.HasWaiters = o.waiters, true
 			}
 		}
+		forgetForeignWaiters(l)
 	}
 }
 

@@ -89,6 +89,9 @@ type pass struct {
 	companions companionReads
 }
 
+// readsWaiters reports whether the pass counts waiters (CensusEach does not).
+func (p *pass) readsWaiters() bool { return p.companions.queues || p.discover }
+
 func (s *Scanner) newPass(out sink) *pass {
 	p := &pass{s: s, fetched: time.Now(), seen: map[string]struct{}{}, missing: map[string]error{}, alive: map[string]bool{}, warned: map[string]bool{},
 		companions: companionReads{fences: true, queues: true}}
@@ -334,6 +337,8 @@ func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch, sp
 		}
 		if p.discover {
 			keys = p.sortOut(keys)
+		} else {
+			keys = dropCompanions(p.s.opts.Pattern, keys)
 		}
 		p.scanned.Add(int64(len(keys)))
 		if !estimated {

@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
 # Finds what the tests need on PATH: redis-server and redis-cli (tests start their own
-# servers on free loopback ports) and tmux (end-to-end TUI tests). Installs Debian's
-# packages when running as root; otherwise says how to install them.
+# servers on free loopback ports), tmux (end-to-end TUI tests), and a JDK with Debian's Java
+# libraries (the real Redisson client, internal/redistest/redissonpeer/run.sh). Installs
+# Debian's packages when running as root; otherwise says how to install them.
 set -euo pipefail
 missing() {
   for bin in redis-server redis-cli tmux; do command -v "$bin" >/dev/null || echo "$bin"; done
 }
-if [ -z "$(missing)" ]; then exit 0; fi
+# Redisson's run-time dependencies, as run.sh puts them on its class path.
+JAVA_PKGS="default-jdk-headless libnetty-java libreactive-streams-java libjackson2-annotations-java
+libyaml-snake-java libbyte-buddy-java libslf4j-java libgeronimo-jcache-1.0-spec-java libcaffeine-java
+libobjenesis-java libminlog-java libreflectasm-java libhdrhistogram-java"
+missingJava() {
+  command -v javac >/dev/null || echo javac
+  [ -f /usr/share/java/netty-common.jar ] || echo "Debian's Java libraries"
+}
+if [ -z "$(missing)" ] && [ -z "$(missingJava)" ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing Debian's redis-server redis-tools tmux (missing: $(missing | xargs))" >&2
+  echo "installing Debian's packages for: $( (missing; missingJava) | xargs)" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq redis-server redis-tools tmux >/dev/null
+  # shellcheck disable=SC2086 # the package list is split on purpose
+  apt-get install -y -qq redis-server redis-tools tmux $JAVA_PKGS >/dev/null
   # The tests start their own servers; stop the one the package may have started.
   (service redis-server stop || true) >/dev/null 2>&1
+fi
+if [ -n "$(missingJava)" ]; then
+  # Not fatal: the Redisson tests skip, saying so, for a user who may not install them.
+  echo "note: the tests against the real Redisson client will skip: missing $(missingJava | xargs);" \
+    "install: sudo apt-get install $(echo $JAVA_PKGS)" >&2
 fi
 if [ -n "$(missing)" ]; then
   cat >&2 <<MSG
