@@ -280,8 +280,9 @@ func (w *watcher) rereads() {
 
 // heartbeats read every server's clock every HeartbeatEvery, each server on its own so that a
 // frozen one holds no other back, and send each answer (UpdateClock): the consumer's proof
-// that the server still answers, and the clock its ages are measured on. A heartbeat waits
-// HeartbeatEvery at most: the next one starts when it has ended. A server that is no longer
+// that the server still answers, and the clock its ages are measured on. A server's next
+// heartbeat starts once its last one has ended (on a frozen server, when the client's read
+// timeout or, with ContextTimeoutEnabled, HeartbeatEvery ran out). A server that is no longer
 // one of the target's (a cluster master demoted or removed) gets an UpdateClock without a
 // Clock: the consumer forgets it rather than wait for its answer forever.
 func (w *watcher) heartbeats() {
