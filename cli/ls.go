@@ -51,8 +51,8 @@ func newLsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 // order), or rendered and ranked until the census ends.
 type lsSink interface {
 	add(locks []scanner.Lock) error
-	// finish writes what is left once the census has ended; total is how many locks it found.
-	finish(total int) error
+	// finish writes what is left once the census has ended.
+	finish() error
 }
 
 func runLs(ctx context.Context, opts *lsOptions) error {
@@ -79,6 +79,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	}
 	defer t.Close()
 
+	sc := opts.Conn.scanner(t)
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer out.Flush() // what was written before an error still goes out
 	var sink lsSink
@@ -94,14 +95,12 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		}
 		sink = &jsonRanked{out: out, ranking: present.NewRanking[recordRef](by, false, opts.Limit), records: newLockRecords()}
 	case order == scanOrder:
-		sink = newTableStream(out, opts.Limit, opts.Conn.StuckAfter)
+		sink = newTableStream(out, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx)})
 	default:
-		sink = newTableRanked(out, by, opts.Limit, opts.Conn.StuckAfter)
+		sink = newTableRanked(out, by, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx)})
 	}
-	total := 0
 	var writeErr error // the output failed (a closed pipe): not the census's failure
-	census, err := opts.Conn.scanner(t).CensusEach(ctx, func(locks []scanner.Lock) error {
-		total += len(locks)
+	census, err := sc.CensusEach(ctx, func(locks []scanner.Lock) error {
 		writeErr = sink.add(locks)
 		return writeErr
 	})
@@ -114,7 +113,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	for _, w := range census.Warnings {
 		printf(opts.IO.ErrOut, "lockscope: warning: %s\n", t.Redact(w))
 	}
-	if err := sink.finish(total); err != nil {
+	if err := sink.finish(); err != nil {
 		return err
 	}
 	if err := out.Flush(); err != nil {
@@ -149,7 +148,7 @@ func (s *jsonStream) add(locks []scanner.Lock) error {
 	return s.out.Flush() // a batch's lines go out as it is read, not when the buffer fills
 }
 
-func (s *jsonStream) finish(int) error { return nil }
+func (s *jsonStream) finish() error { return nil }
 
 // rankedGCPercent is the collector's headroom (GOGC) while sorted JSON keeps every record.
 const rankedGCPercent = 50
@@ -170,7 +169,7 @@ func (s *jsonRanked) add(locks []scanner.Lock) error {
 	return nil
 }
 
-func (s *jsonRanked) finish(int) error {
+func (s *jsonRanked) finish() error {
 	var lines []byte
 	var instances []scanner.Instance
 	records := func(yield func(string) bool) {

@@ -172,7 +172,7 @@ func TestCLIListTableSortAndLimit(t *testing.T) {
 	if !strings.Contains(rows["lock:old"], "STUCK") || strings.Contains(rows["lock:old"], "NO-EXPIRY") {
 		t.Errorf("lock:old row %q: want STUCK", rows["lock:old"])
 	}
-	if !strings.Contains(r.stdout, "5 locks, 2 without expiry, 1 stuck") {
+	if !strings.Contains(r.stdout, "4 locks, 1 other key (not locks), 1 without expiry, 1 stuck") {
 		t.Errorf("summary missing:\n%s", r.stdout)
 	}
 	// Held for minutes only: not stuck with the default, stuck with --stuck-after 1ms.

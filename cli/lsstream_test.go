@@ -125,7 +125,7 @@ func TestLsSortNoneAndLimit(t *testing.T) {
 	r := runCLI(t, cliOpts{}, "ls", "--sort", "none", "--limit", "2", "--redis", url)
 	expectExit(t, r, exitOK)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[3], "2 of 5 locks shown") {
+	if len(lines) != 4 || !strings.HasPrefix(lines[3], "2 of 5 keys shown (--limit 2); in all: 4 locks, 1 other key") {
 		t.Errorf("--sort none --limit 2:\n%s", r.stdout)
 	}
 	r = runCLI(t, cliOpts{}, "ls", "--json", "--limit", "3", "--redis", url)

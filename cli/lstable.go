@@ -32,21 +32,21 @@ const columnGap = 2
 var streamWidths = columnWidths{keyWidth, holderWidth, traceWidth, 7, 7, 3, 10, 10}
 
 // tableRow is a lock's row of the ls table, rendered: its cells joined by tabs (no cell holds
-// one: SafeText escapes them), and what the summary line counts.
+// one: SafeText escapes them).
 type tableRow struct {
-	cells    []byte
-	noExpiry bool
-	stuck    bool
+	cells []byte
 }
 
 // appendRow appends l's cells joined by tabs: made safe and cut as present renders them. A lock
-// is shown as it was when read (now = FetchedAt): the census is a snapshot.
-func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) []byte {
+// is shown as it was when read: its TTL at FetchedAt (the census is a snapshot), its age on its
+// server's clock at that moment (clocks).
+func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration, clocks scanner.Clocks) []byte {
+	at := clocks.Now(l, l.FetchedAt)
 	cells := [...]string{
 		present.SafeText(l.Key, keyWidth), present.SafeText(present.OrUnknown(l.Node), holderWidth),
-		present.SafeText(present.OrUnknown(l.Trace), traceWidth), present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
+		present.SafeText(present.OrUnknown(l.Trace), traceWidth), present.Age(l, at), present.TTL(l, l.FetchedAt),
 		present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence),
-		present.SafeText(string(l.Format), 0), present.SafeText(present.FlagsText(l, l.FetchedAt, stuckAfter), 0),
+		present.SafeText(string(l.Format), 0), present.SafeText(present.FlagsText(l, at, stuckAfter), 0),
 	}
 	for i, c := range cells {
 		if i > 0 {
@@ -57,8 +57,8 @@ func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) []byte {
 	return b
 }
 
-func newTableRow(b []byte, l *scanner.Lock, stuckAfter time.Duration) tableRow {
-	return tableRow{cells: appendRow(b, l, stuckAfter), noExpiry: l.NoExpiry, stuck: present.Stuck(l, l.FetchedAt, stuckAfter)}
+func newTableRow(b []byte, l *scanner.Lock, stuckAfter time.Duration, clocks scanner.Clocks) tableRow {
+	return tableRow{cells: appendRow(b, l, stuckAfter, clocks)}
 }
 
 // columnWidths are the widths in runes of the columns but the last (FLAGS, never padded).
@@ -110,51 +110,77 @@ var blanks = []byte(strings.Repeat(" ", 2*keyWidth+columnGap))
 // header is the table's title row, its cells joined by tabs.
 func header() []byte { return []byte(strings.Join(lsColumns, "\t")) }
 
-// tableSummary is the line under the table: how many locks, and of them without expiry and stuck.
-type tableSummary struct {
-	shown, noExpiry, stuck int
+// censusSummary is the line under the table. It describes the whole census, whatever --limit
+// shows: the locks, the other keys under the pattern (a list, a set: not locks), and of the
+// locks those without expiry, stuck, and stamped in the future of their server's clock.
+type censusSummary struct {
+	locks, other, noExpiry, stuck, skew int
 }
 
-func (s *tableSummary) count(r tableRow) {
-	s.shown++
-	if r.noExpiry {
+func (s *censusSummary) count(l *scanner.Lock, stuckAfter time.Duration, clocks scanner.Clocks) {
+	if l.Format == scanner.FormatNotALock {
+		s.other++
+		return
+	}
+	s.locks++
+	at := clocks.Now(l, l.FetchedAt)
+	if present.NeverFrees(l) {
 		s.noExpiry++
 	}
-	if r.stuck {
+	if present.Stuck(l, at, stuckAfter) {
 		s.stuck++
+	}
+	if present.Skew(l, at) > 0 {
+		s.skew++
 	}
 }
 
-func (s *tableSummary) write(out *bufio.Writer, total int, stuckAfter time.Duration) error {
-	summary := fmt.Sprintf("%d locks", total)
-	if s.shown < total {
-		summary = fmt.Sprintf("%d of %d locks shown", s.shown, total)
+// write writes the summary of a table that shows shown rows (limit: --limit, 0 for none).
+func (s *censusSummary) write(out *bufio.Writer, shown, limit int, stuckAfter time.Duration) error {
+	text := present.Count(s.locks, "lock", "locks")
+	if s.other > 0 {
+		text += ", " + present.Count(s.other, "other key", "other keys") + " (not locks)"
 	}
-	return printf(out, "%s, %d without expiry, %d stuck (held > %s)\n", summary, s.noExpiry, s.stuck, present.Duration(stuckAfter))
+	text += fmt.Sprintf(", %d without expiry, %d stuck (held > %s)", s.noExpiry, s.stuck, present.Duration(stuckAfter))
+	if s.skew > 0 {
+		text += fmt.Sprintf(", %d with clock skew", s.skew)
+	}
+	if total := s.locks + s.other; shown < total {
+		text = fmt.Sprintf("%d of %d keys shown (--limit %d); in all: %s", shown, total, limit, text)
+	}
+	return printf(out, "%s\n", text)
+}
+
+// tableSettings are what an ls table is rendered with.
+type tableSettings struct {
+	limit      int // --limit; 0: all
+	stuckAfter time.Duration
+	clocks     scanner.Clocks // the servers' clocks: ages are measured on them
 }
 
 // tableStream writes rows as their batch is read (--sort none), in fixed-width columns.
 type tableStream struct {
-	out        *bufio.Writer
-	limit      int // 0: all
-	stuckAfter time.Duration
-	summary    tableSummary
-	row, line  []byte // reused from lock to lock
+	out       *bufio.Writer
+	set       tableSettings
+	shown     int
+	summary   censusSummary
+	row, line []byte // reused from lock to lock
 }
 
-func newTableStream(out *bufio.Writer, limit int, stuckAfter time.Duration) *tableStream {
-	return &tableStream{out: out, limit: limit, stuckAfter: stuckAfter, line: appendAligned(nil, header(), streamWidths)}
+func newTableStream(out *bufio.Writer, set tableSettings) *tableStream {
+	return &tableStream{out: out, set: set, line: appendAligned(nil, header(), streamWidths)}
 }
 
 func (s *tableStream) add(locks []scanner.Lock) error {
 	for i := range locks {
-		if s.limit > 0 && s.summary.shown == s.limit {
-			break
+		s.summary.count(&locks[i], s.set.stuckAfter, s.set.clocks)
+		if s.set.limit > 0 && s.shown == s.set.limit {
+			continue
 		}
-		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
+		r := newTableRow(s.row[:0], &locks[i], s.set.stuckAfter, s.set.clocks)
 		s.row = r.cells
 		s.line = appendAligned(s.line, r.cells, streamWidths)
-		s.summary.count(r)
+		s.shown++
 	}
 	err := writeRendered(s.out, s.line)
 	s.line = s.line[:0]
@@ -164,36 +190,36 @@ func (s *tableStream) add(locks []scanner.Lock) error {
 	return s.out.Flush() // a batch's rows go out as it is read, not when the buffer fills
 }
 
-func (s *tableStream) finish(total int) error {
+func (s *tableStream) finish() error {
 	if err := writeRendered(s.out, s.line); err != nil { // the header, when no lock came
 		return err
 	}
-	return s.summary.write(s.out, total, s.stuckAfter)
+	return s.summary.write(s.out, s.shown, s.set.limit, s.set.stuckAfter)
 }
 
 // tableRanked keeps the rendered rows and their places in the order until the census ends,
 // then writes them in columns as wide as their widest cell.
 type tableRanked struct {
-	out        *bufio.Writer
-	ranking    *present.Ranking[tableRow]
-	limit      int          // 0: all
-	widths     columnWidths // without a limit every row is shown: widened as rows come
-	stuckAfter time.Duration
-	rows       arena
-	row        []byte
+	out     *bufio.Writer
+	set     tableSettings
+	ranking *present.Ranking[tableRow]
+	widths  columnWidths // without a limit every row is shown: widened as rows come
+	summary censusSummary
+	rows    arena
+	row     []byte
 }
 
-func newTableRanked(out *bufio.Writer, by present.Sort, limit int, stuckAfter time.Duration) *tableRanked {
-	return &tableRanked{out: out, ranking: present.NewRanking[tableRow](by, false, limit), limit: limit,
-		widths: newColumnWidths(), stuckAfter: stuckAfter}
+func newTableRanked(out *bufio.Writer, by present.Sort, set tableSettings) *tableRanked {
+	return &tableRanked{out: out, set: set, ranking: present.NewRanking[tableRow](by, false, set.limit), widths: newColumnWidths()}
 }
 
 func (s *tableRanked) add(locks []scanner.Lock) error {
 	for i := range locks {
-		r := newTableRow(s.row[:0], &locks[i], s.stuckAfter)
+		s.summary.count(&locks[i], s.set.stuckAfter, s.set.clocks)
+		r := newTableRow(s.row[:0], &locks[i], s.set.stuckAfter, s.set.clocks)
 		s.row = r.cells
 		r.cells = s.rows.keep(r.cells)
-		if s.limit == 0 {
+		if s.set.limit == 0 {
 			s.widths.widen(r.cells)
 		}
 		s.ranking.Add(&locks[i], r)
@@ -201,28 +227,28 @@ func (s *tableRanked) add(locks []scanner.Lock) error {
 	return nil
 }
 
-func (s *tableRanked) finish(total int) error {
+func (s *tableRanked) finish() error {
 	rows := s.ranking.Sorted()
-	if s.limit > 0 { // only the rows kept count
+	if s.set.limit > 0 { // only the rows kept count
 		for r := range rows {
 			s.widths.widen(r.cells)
 		}
 	}
-	return writeTable(s.out, rows, s.widths, total, s.stuckAfter)
+	return writeTable(s.out, rows, s.widths, &s.summary, s.set)
 }
 
-// writeTable writes the header, rows and the summary line (total locks found), in columns
+// writeTable writes the header, rows and the summary line (of the whole census), in columns
 // as wide as their widest cell (widths: the rows' widths; the header's are added here).
-func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths, total int, stuckAfter time.Duration) error {
+func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths, summary *censusSummary, set tableSettings) error {
 	head := header()
 	widths.widen(head)
 	line := appendAligned(nil, head, widths)
-	var summary tableSummary
+	shown := 0
 	for batch := range pipelined(rows) {
 		for _, r := range batch {
 			line = appendAligned(line, r.cells, widths)
-			summary.count(r)
 		}
+		shown += len(batch)
 		if err := writeRendered(out, line); err != nil {
 			return err
 		}
@@ -231,5 +257,5 @@ func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths,
 	if err := writeRendered(out, line); err != nil {
 		return err
 	}
-	return summary.write(out, total, stuckAfter)
+	return summary.write(out, shown, set.limit, set.stuckAfter)
 }

@@ -9,17 +9,19 @@ import (
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// writeLocksTable writes locks, in their order, as ls writes a sorted table (total: the
-// locks the census found).
-func writeLocksTable(w io.Writer, locks []*scanner.Lock, total int, stuckAfter time.Duration) error {
+// writeLocksTable writes locks, in their order, as ls writes a sorted table of a census of
+// them.
+func writeLocksTable(w io.Writer, locks []*scanner.Lock, stuckAfter time.Duration) error {
 	rows := make([]tableRow, len(locks))
 	widths := newColumnWidths()
+	var summary censusSummary
 	for i, l := range locks {
-		rows[i] = newTableRow(nil, l, stuckAfter)
+		rows[i] = newTableRow(nil, l, stuckAfter, nil)
 		widths.widen(rows[i].cells)
+		summary.count(l, stuckAfter, nil)
 	}
 	out := bufio.NewWriter(w)
-	if err := writeTable(out, slices.Values(rows), widths, total, stuckAfter); err != nil {
+	if err := writeTable(out, slices.Values(rows), widths, &summary, tableSettings{stuckAfter: stuckAfter}); err != nil {
 		return err
 	}
 	return out.Flush()

@@ -24,7 +24,7 @@ func TestLsTableAgreesWithTUI(t *testing.T) {
 		sortedLocks := slices.Clone(locks)
 		present.SortLocks(sortedLocks, sort, false)
 		var out bytes.Buffer
-		if err := writeLocksTable(&out, sortedLocks, len(locks), presenttest.StuckAfter); err != nil {
+		if err := writeLocksTable(&out, sortedLocks, presenttest.StuckAfter); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -56,7 +56,7 @@ func TestDetailsAgreeWithTUI(t *testing.T) {
 	for _, l := range presenttest.Locks() {
 		want := presenttest.Details[l.Key]
 		var out bytes.Buffer
-		if err := writeShow(&out, l, presenttest.StuckAfter); err != nil {
+		if err := writeShow(&out, l, presenttest.StuckAfter, l.FetchedAt); err != nil {
 			t.Fatal(err)
 		}
 		fields := showFields(out.String())
@@ -127,14 +127,14 @@ func TestCLIOutputsEscapeHostileValues(t *testing.T) {
 		Value: hostile, TTL: time.Minute, FetchedAt: now, Addr: "127.0.0.1:1",
 		Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3, Instances: []scanner.Instance{{Addr: "a", Present: true, Value: hostile}}}}
 	var ls, show, result, audit bytes.Buffer
-	if err := writeLocksTable(&ls, []*scanner.Lock{l}, 1, time.Minute); err != nil {
+	if err := writeLocksTable(&ls, []*scanner.Lock{l}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	mustBeInert(t, "ls", ls.String())
 	if !strings.Contains(ls.String(), `lock:\x1b[2J`) {
 		t.Errorf("ls does not show the key escaped:\n%s", ls.String())
 	}
-	if err := writeShow(&show, l, time.Minute); err != nil {
+	if err := writeShow(&show, l, time.Minute, now); err != nil {
 		t.Fatal(err)
 	}
 	mustBeInert(t, "show", show.String())

@@ -44,19 +44,29 @@ func runShow(ctx context.Context, opts *showOptions) error {
 		return err
 	}
 	defer t.Close()
-	l, err := opts.Conn.scanner(t).Get(ctx, opts.Key)
+	sc := opts.Conn.scanner(t)
+	l, err := sc.Get(ctx, opts.Key)
 	if errors.Is(err, scanner.ErrGone) {
 		return withExit(exitGone, fmt.Errorf("%s does not exist", opts.Key))
 	}
 	if err != nil {
 		return describeError(t, err)
 	}
-	if opts.JSON {
+	// A list, a set, ... under the pattern: its TTL, or lack of one, says nothing about a lock.
+	notALock := l.Format == scanner.FormatNotALock
+	switch {
+	case opts.JSON:
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(toShowJSON(&l))
+		err = enc.Encode(toShowJSON(&l))
+	case !notALock:
+		// Ages on the server's clock: the one the value was stamped with.
+		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, sc.Clocks(ctx).Now(&l, l.FetchedAt))
 	}
-	return writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter)
+	if err == nil && notALock {
+		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", opts.Key, l.Type))
+	}
+	return err
 }
 
 // showJSON is `show --json`: every field of ls --json, plus details.
@@ -116,8 +126,9 @@ func decodedValue(l *scanner.Lock) map[string]any {
 	return nil
 }
 
-// writeShow is show's table. A lock is shown as it was when read (now = FetchedAt).
-func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
+// writeShow is show's table. A lock is shown as it was when read: its TTL at FetchedAt, its
+// age at serverNow, the time of the read on its server's clock.
+func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// value: text as read (escaped here), or a present.Safe part composed by present.Sprintf.
 	row := func(name string, value any) { printf(tw, "%s\t%s\n", name, value) }
@@ -130,10 +141,10 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 		row("acquired", present.Unknown)
 	} else {
 		note := ""
-		if present.Stuck(l, l.FetchedAt, stuckAfter) {
+		if present.Stuck(l, serverNow, stuckAfter) {
 			note = fmt.Sprintf("  %s (held > %s)", present.FlagStuck.Label(), present.Duration(stuckAfter))
 		}
-		row("acquired", fmt.Sprintf("%s (%s ago)%s", present.Time(l.AcquiredAt), present.Age(l, l.FetchedAt), note))
+		row("acquired", present.Acquired(l, serverNow)+note)
 	}
 	if l.NoExpiry {
 		row("ttl", present.NeverExpires)

@@ -15,63 +15,46 @@ import (
 // runs on a machine without Redis and never writes into anybody's Redis unasked. The scanner
 // and the TUI read them over TCP like any Redis.
 //
-// miniredis does not expire keys by wall-clock time: TTLs only move when FastForward is called.
-// Embedded advances every server's clock by the real elapsed time every clockTick, so keys
-// expire at most one tick late, never early (early would hand a lock to two holders).
+// By default miniredis's TTLs only move when FastForward is called, while its TIME is the wall
+// clock: driven by a ticker, a TTL lagged the clock that stamped the value by a tick or more
+// (a 2 s lock read 2.1 s left when fresh). Embedded servers run with ClockTTL instead: every
+// command counts TTLs down by the wall clock, the clock TIME reads, so PTTL and TIME agree and
+// keys expire on time (never early: early would hand a lock to two holders).
 type Embedded struct {
 	addrs []string
 
 	mu      sync.Mutex
 	servers []*miniredis.Miniredis // nil while an instance is stopped (failover)
 
-	stop      chan struct{}
-	done      chan struct{}
 	closeOnce sync.Once
 }
 
-const clockTick = 50 * time.Millisecond
+// newServer starts an embedded server on addr with TTLs on the wall clock.
+func newServer(addr string) (*miniredis.Miniredis, error) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.StartAddr(addr); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
 
-// StartEmbedded starts n servers on free loopback ports and their clock.
+// StartEmbedded starts n servers on free loopback ports.
 func StartEmbedded(n int) (*Embedded, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d embedded servers", ErrBadConfig, n)
 	}
-	e := &Embedded{servers: make([]*miniredis.Miniredis, n), stop: make(chan struct{}), done: make(chan struct{})}
+	e := &Embedded{servers: make([]*miniredis.Miniredis, n)}
 	for i := range e.servers {
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		m, err := newServer("127.0.0.1:0")
+		if err != nil {
 			e.closeServers()
 			return nil, fmt.Errorf("demo: start embedded server: %w", err)
 		}
 		e.servers[i] = m
 		e.addrs = append(e.addrs, m.Addr())
 	}
-	go e.advanceClock()
 	return e, nil
-}
-
-func (e *Embedded) advanceClock() {
-	defer close(e.done)
-	t := time.NewTicker(clockTick)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-		}
-		now := time.Now()
-		elapsed := now.Sub(last)
-		last = now
-		e.mu.Lock()
-		for _, m := range e.servers {
-			if m != nil {
-				m.FastForward(elapsed)
-			}
-		}
-		e.mu.Unlock()
-	}
 }
 
 // Addrs are the servers' addresses (host:port), fixed for the servers' lifetime.
@@ -148,11 +131,11 @@ func (e *Embedded) RestartEmpty(i int) error {
 	if old != nil {
 		old.Close()
 	}
-	m := miniredis.NewMiniRedis()
 	var err error
 	// The port was ours a moment ago; a short retry covers a slow socket teardown.
 	for attempt := 0; attempt < 40; attempt++ {
-		if err = m.StartAddr(e.addrs[i]); err == nil {
+		var m *miniredis.Miniredis
+		if m, err = newServer(e.addrs[i]); err == nil {
 			e.mu.Lock()
 			e.servers[i] = m
 			e.mu.Unlock()
@@ -163,13 +146,9 @@ func (e *Embedded) RestartEmpty(i int) error {
 	return fmt.Errorf("demo: restart embedded instance %d on %s: %w", i, e.addrs[i], err)
 }
 
-// Close stops the clock and every server.
+// Close stops every server.
 func (e *Embedded) Close() {
-	e.closeOnce.Do(func() {
-		close(e.stop)
-		<-e.done
-		e.closeServers()
-	})
+	e.closeOnce.Do(e.closeServers)
 }
 
 func (e *Embedded) closeServers() {

@@ -9,8 +9,8 @@ import (
 // Duration is a compact duration with about two significant figures, truncated (never
 // rounded up, so a TTL counting down never shows more than is left): 950ms, 4.2s, 37s,
 // 12m05s, 3h07m, 5d02h. Tenths of a second show only under 10 s, where they matter and a live
-// countdown does not flicker. A negative duration (an age under clock skew: the holder's
-// clock is ahead) keeps its sign.
+// countdown does not flicker. A negative duration keeps its sign (an age never is one: see
+// Age, which flags clock skew instead).
 func Duration(d time.Duration) string {
 	// Appended with strconv rather than fmt: `ls` formats two durations per row.
 	return string(appendDuration(make([]byte, 0, 8), d))

@@ -16,18 +16,50 @@ const (
 	Expired = "expired" // the TTL ran out (extrapolated) and no read has confirmed the key gone yet
 )
 
+// The ages below take now on the server's clock (scanner.Clocks.Now): the clock locklib stamps
+// a value with.
+
 // Stuck says l has been held longer than stuckAfter at now. A lock whose acquisition time is
-// unknown is never stuck, and stuckAfter <= 0 turns the flag off.
+// unknown, or stamped in the future (Skew), is never stuck, and stuckAfter <= 0 turns the flag
+// off.
 func Stuck(l *scanner.Lock, now time.Time, stuckAfter time.Duration) bool {
 	return stuckAfter > 0 && !l.AcquiredAt.IsZero() && l.Age(now) > stuckAfter
 }
 
-// Age is the AGE column: how long l has been held at now, or Unknown.
-func Age(l *scanner.Lock, now time.Time) string {
-	if l.AcquiredAt.IsZero() {
-		return Unknown
+// skewTolerance is how far in the future of the server's clock a stamp may be and still count
+// as just taken: a clock read over the network is only that exact.
+const skewTolerance = time.Second
+
+// Skewed is the AGE of a lock stamped in the future (Skew): its age is unknown.
+const Skewed = "skew"
+
+// Skew is how far l's acquisition stamp is ahead of now, when it is more than the clocks'
+// tolerance: the holder's clock (or the server's) is off, and its age unknown. 0 otherwise.
+func Skew(l *scanner.Lock, now time.Time) time.Duration {
+	if ahead := -l.Age(now); !l.AcquiredAt.IsZero() && ahead > skewTolerance {
+		return ahead
 	}
-	return Duration(l.Age(now))
+	return 0
+}
+
+// Age is the AGE column: how long l has been held at now, Unknown, or Skewed.
+func Age(l *scanner.Lock, now time.Time) string {
+	switch {
+	case l.AcquiredAt.IsZero():
+		return Unknown
+	case Skew(l, now) > 0:
+		return Skewed
+	}
+	return Duration(max(l.Age(now), 0))
+}
+
+// Acquired is when l was taken, for `show` and the detail pane: "2026-12-01T03:04:05.123Z
+// (12s ago)", or with a stamp in the future how far ahead of the server's clock it is.
+func Acquired(l *scanner.Lock, now time.Time) string {
+	if skew := Skew(l, now); skew > 0 {
+		return fmt.Sprintf("%s (%s ahead of the server's clock: clock skew, age unknown)", Time(l.AcquiredAt), Duration(skew))
+	}
+	return Time(l.AcquiredAt) + " (" + Age(l, now) + " ago)"
 }
 
 // TTL is the TTL column: the time left at now, extrapolated from the read (FetchedAt + TTL),
@@ -80,6 +112,7 @@ const (
 	FlagStuck                // held longer than --stuck-after
 	FlagValueCut             // the value is longer than scanner.ValueCap: only its start was read
 	FlagNoQuorum             // Redlock: fewer instances agree than a quorum needs
+	FlagSkew                 // stamped in the future of the server's clock: age unknown
 )
 
 // Label is the flag's word in the CLI's FLAGS column and the TUI's detail pane.
@@ -93,6 +126,8 @@ func (f Flag) Label() string {
 		return "value-cut"
 	case FlagNoQuorum:
 		return "NO-QUORUM"
+	case FlagSkew:
+		return "SKEW"
 	}
 	return "?"
 }
@@ -109,10 +144,16 @@ func (f Flag) Mark() string {
 	return ""
 }
 
+// NeverFrees says l is a lock without expiry: it never frees itself. (A key of another type
+// under the pattern, FormatNotALock, without a TTL is no such lock.)
+func NeverFrees(l *scanner.Lock) bool {
+	return l.NoExpiry && l.Format != scanner.FormatNotALock
+}
+
 // Flags are l's flags at now, in the order the FLAGS column lists them.
 func Flags(l *scanner.Lock, now time.Time, stuckAfter time.Duration) []Flag {
 	var flags []Flag
-	if l.NoExpiry {
+	if NeverFrees(l) {
 		flags = append(flags, FlagNoExpiry)
 	}
 	if Stuck(l, now, stuckAfter) {
@@ -124,15 +165,23 @@ func Flags(l *scanner.Lock, now time.Time, stuckAfter time.Duration) []Flag {
 	if l.Quorum != nil && !l.Quorum.Reached {
 		flags = append(flags, FlagNoQuorum)
 	}
+	if Skew(l, now) > 0 {
+		flags = append(flags, FlagSkew)
+	}
 	return flags
 }
 
-// FlagsText is the FLAGS column: the labels of l's flags, and on a Redlock target its quorum
-// ("quorum 2/3", or "NO-QUORUM 1/3" when not reached).
+// FlagsText is the FLAGS column: the labels of l's flags, how far a skewed stamp is ahead
+// ("SKEW +59m57s"), and on a Redlock target its quorum ("quorum 2/3", or "NO-QUORUM 1/3" when
+// not reached).
 func FlagsText(l *scanner.Lock, now time.Time, stuckAfter time.Duration) string {
 	var words []string
 	for _, f := range Flags(l, now, stuckAfter) {
-		if f != FlagNoQuorum {
+		switch f {
+		case FlagNoQuorum:
+		case FlagSkew:
+			words = append(words, f.Label()+" +"+Duration(Skew(l, now)))
+		default:
 			words = append(words, f.Label())
 		}
 	}

@@ -68,6 +68,10 @@ const (
 	// UpdateFollowing says how fresh Watch keeps the census (Following): how each server is
 	// followed, and how far the background re-scan is. Sent when it changes.
 	UpdateFollowing
+	// UpdateClock says server Addr answered a heartbeat (about once a second per server),
+	// with its clock (Clock): a server that stops answering stops sending these. Without a
+	// Clock (Answered zero), Addr is no longer a server of the target: forget it.
+	UpdateClock
 )
 
 func (k UpdateKind) String() string {
@@ -84,6 +88,8 @@ func (k UpdateKind) String() string {
 		return "error"
 	case UpdateFollowing:
 		return "following"
+	case UpdateClock:
+		return "clock"
 	}
 	return "unknown"
 }
@@ -101,6 +107,8 @@ type Update struct {
 	Addr    string // the server concerned, when one is
 	// Following: UpdateFollowing.
 	Following Following
+	// Clock: UpdateClock.
+	Clock ServerClock
 }
 
 // ErrGone is returned by Get for a key that exists on no server.

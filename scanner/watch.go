@@ -141,6 +141,7 @@ func (s *Scanner) watch(ctx context.Context, f *Follower) {
 	}
 	wg.Go(w.rereads)
 	wg.Go(w.reportFollowing)
+	wg.Go(w.heartbeats)
 	w.passes()
 }
 
@@ -273,6 +274,55 @@ func (w *watcher) rereads() {
 			if !w.sendReread(locks) {
 				return
 			}
+		}
+	}
+}
+
+// heartbeats read every server's clock every HeartbeatEvery, each server on its own so that a
+// frozen one holds no other back, and send each answer (UpdateClock): the consumer's proof
+// that the server still answers, and the clock its ages are measured on. A server's next
+// heartbeat starts once its last one has ended (on a frozen server, when the client's read
+// timeout or, with ContextTimeoutEnabled, HeartbeatEvery ran out). A server that is no longer
+// one of the target's (a cluster master demoted or removed) gets an UpdateClock without a
+// Clock: the consumer forgets it rather than wait for its answer forever.
+func (w *watcher) heartbeats() {
+	tick := time.NewTicker(HeartbeatEvery)
+	defer tick.Stop()
+	var inFlight sync.Map // addresses whose heartbeat has not ended
+	var probes sync.WaitGroup
+	defer probes.Wait() // before the channel closes: they send on it
+	var known map[string]bool
+	for {
+		targets, err := w.s.followTargets(w.ctx)
+		if err == nil {
+			current := make(map[string]bool, len(targets))
+			for _, t := range targets {
+				current[t.addr] = true
+			}
+			for addr := range known {
+				if !current[addr] && !w.send(Update{Kind: UpdateClock, Addr: addr}) {
+					return
+				}
+			}
+			known = current
+		}
+		for _, t := range targets {
+			if _, busy := inFlight.LoadOrStore(t.addr, true); busy {
+				continue
+			}
+			probes.Go(func() {
+				defer inFlight.Delete(t.addr)
+				ctx, cancel := context.WithTimeout(w.ctx, HeartbeatEvery)
+				defer cancel()
+				if clock, err := readClock(ctx, t); err == nil {
+					w.send(Update{Kind: UpdateClock, Addr: t.addr, Clock: clock})
+				}
+			})
+		}
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }

@@ -41,7 +41,7 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	add("holder", present.OrUnknown(l.Node))
 	add("trace", present.OrUnknown(l.Trace))
 	if !l.AcquiredAt.IsZero() {
-		acq := present.Time(l.AcquiredAt) + " (" + present.Age(l, now) + " ago)"
+		acq := present.Acquired(l, now)
 		if present.Stuck(l, now, stuckAfter) {
 			acq += " " + st.stuck.Render(present.FlagStuck.Label())
 		}

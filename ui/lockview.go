@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,13 +22,32 @@ type viewQuery struct {
 // expiringSoon is the remaining TTL under which a lock counts as "expiring soon".
 const expiringSoon = 5 * time.Second
 
-// lockCounts are the status bar's figures over the whole census (not only the filtered rows).
+// lockCounts are the status bar's figures over the whole census (not only the filtered rows):
+// every key, the other keys among them (a list, a set: not locks), and of the locks those
+// expiring soon, without expiry and stuck.
 type lockCounts struct {
-	total, soon, noExpiry, stuck int
+	total, other, soon, noExpiry, stuck int
 }
 
 func (c *lockCounts) add(o lockCounts) {
-	c.total, c.soon, c.noExpiry, c.stuck = c.total+o.total, c.soon+o.soon, c.noExpiry+o.noExpiry, c.stuck+o.stuck
+	c.total, c.other, c.soon, c.noExpiry, c.stuck = c.total+o.total, c.other+o.other, c.soon+o.soon, c.noExpiry+o.noExpiry, c.stuck+o.stuck
+}
+
+// text is the status bar's count: "21 locks", "21 locks +2 other" (keys of another type);
+// filtered, how many rows it lets through of how many ("3/21 locks", "3/23 keys (21 locks +2
+// other)").
+func (c lockCounts) text(shown int, filtered bool) string {
+	text := present.Count(c.total-c.other, "lock", "locks")
+	if c.other > 0 {
+		text += " +" + strconv.Itoa(c.other) + " other"
+	}
+	switch {
+	case filtered && c.other > 0:
+		return fmt.Sprintf("%d/%d keys (%s)", shown, c.total, text)
+	case filtered:
+		return fmt.Sprintf("%d/%d locks", shown, c.total)
+	}
+	return text
 }
 
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
@@ -156,12 +177,14 @@ func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time
 		}
 		r.fill(&l)
 		switch {
+		case l.Format == scanner.FormatNotALock: // no lock: its TTL, or lack of one, says nothing
+			counts.other++
 		case l.NoExpiry:
 			counts.noExpiry++
 		case l.RemainingAt(now) <= expiringSoon:
 			counts.soon++
 		}
-		if present.Stuck(&l, now, stuckAfter) {
+		if l.Format != scanner.FormatNotALock && present.Stuck(&l, now, stuckAfter) {
 			counts.stuck++
 		}
 		if q.filter.match(l.Key, l.Node, l.Trace) {

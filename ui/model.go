@@ -223,6 +223,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 func (m *Model) onScan(u scanner.Update) tea.Cmd {
 	switch u.Kind {
 	case scanner.UpdateBatch:
+		m.now = m.clock() // never older than the records: a fresh TTL would show more than it has
 		m.markLive()
 		m.locks.apply(u.Locks, u.Gen)
 		return m.requestView()
@@ -251,6 +252,8 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.warn(u.Warning)
 	case scanner.UpdateFollowing:
 		m.status.following = u.Following
+	case scanner.UpdateClock:
+		m.status.heard(u.Addr, u.Clock)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
 		m.status.connErr = m.redact(errText(u.Err, u.Addr))

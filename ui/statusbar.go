@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +39,64 @@ type statusBar struct {
 	// following is how the scanner keeps the census fresh between passes (zero until it
 	// says).
 	following scanner.Following
+	// clocks are the servers' clocks and last answers (the scanner's heartbeats), replaced,
+	// never changed in place: a command may hold the map.
+	clocks scanner.Clocks
+}
+
+// lateAfter is when a server counts as no longer answering: three heartbeats
+// (scanner.HeartbeatEvery, each waiting that long at most) without an answer. What was read
+// from it is then older than the countdown pretends.
+const lateAfter = 3 * scanner.HeartbeatEvery
+
+// heard records server addr's heartbeat; a zero clock forgets the server (it is no longer
+// one of the target's).
+func (s *statusBar) heard(addr string, c scanner.ServerClock) {
+	clocks := make(scanner.Clocks, len(s.clocks)+1)
+	for have, hc := range s.clocks {
+		if have != addr {
+			clocks[have] = hc
+		}
+	}
+	if !c.Answered.IsZero() {
+		clocks[addr] = c
+	}
+	s.clocks = clocks
+}
+
+// late are the servers whose last heartbeat is older than lateAfter at now (nil: none), and
+// the age of the oldest answer among them: how old the data may be.
+func (s statusBar) late(now time.Time) (map[string]bool, time.Duration) {
+	var late map[string]bool
+	var oldest time.Duration
+	for addr, c := range s.clocks {
+		if age := now.Sub(c.Answered); age > lateAfter {
+			if late == nil {
+				late = map[string]bool{}
+			}
+			late[addr] = true
+			oldest = max(oldest, age)
+		}
+	}
+	return late, oldest
+}
+
+// lateRow says a row's data comes from servers that stopped answering: its server, or for a
+// Redlock record so many of its instances that a quorum no longer answers.
+func lateRow(l *scanner.Lock, late map[string]bool) bool {
+	if len(late) == 0 {
+		return false
+	}
+	if l.Quorum == nil {
+		return late[l.Addr]
+	}
+	answering := 0
+	for _, in := range l.Quorum.Instances {
+		if !late[in.Addr] {
+			answering++
+		}
+	}
+	return answering < l.Quorum.Needed
 }
 
 // maxWarnings bounds the warnings kept for display.
@@ -89,24 +146,29 @@ type segment struct {
 	priority int    // lower is dropped first
 }
 
-// view renders the status line within width; now ages the last complete pass.
+// view renders the status line within width; now ages the last complete pass and the servers'
+// last answers.
 func (s statusBar) view(width int, now time.Time, counts lockCounts, shown int, filtered bool, st styles) string {
 	var conn segment
-	switch s.conn {
-	case connLive:
+	_, stale := s.late(now)
+	switch {
+	case stale > 0:
+		text := "◌ stale " + staleText(stale)
+		if s.conn == connReconnecting {
+			text = "✖ reconnecting… stale " + staleText(stale)
+		}
+		conn = segment{st.connBad.Render(text), 9}
+	case s.conn == connLive:
 		conn = segment{st.connOK.Render("● live"), 9}
 		if len(s.missing) > 0 {
 			conn = segment{st.connBad.Render("◐ partial"), 9}
 		}
-	case connReconnecting:
+	case s.conn == connReconnecting:
 		conn = segment{st.connBad.Render("✖ reconnecting…"), 9}
 	default:
 		conn = segment{st.warning.Render("◌ connecting…"), 9}
 	}
-	count := strconv.Itoa(counts.total) + " locks"
-	if filtered {
-		count = fmt.Sprintf("%d/%d locks", shown, counts.total)
-	}
+	count := counts.text(shown, filtered)
 	kv := func(k, v string) string { return st.statusKey.Render(k) + st.statusVal.Render(v) }
 	segs := []segment{
 		{st.title.Render("lockscope"), 2},
@@ -130,6 +192,15 @@ func (s statusBar) view(width int, now time.Time, counts lockCounts, shown int, 
 		segs = append(segs, segment{st.badge.Render(" READ-ONLY "), 10})
 	}
 	return fitLine(joinSegments(segs, width, st.dim.Render(" │ ")), width)
+}
+
+// staleText is how old the data of a server that stopped answering is: whole seconds ("4s"),
+// counting up.
+func staleText(d time.Duration) string {
+	if d < time.Minute {
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	}
+	return present.Duration(d)
 }
 
 // joinSegments drops the lowest-priority segments until the rest fit in width.

@@ -33,6 +33,7 @@ type styles struct {
 	stuck       lipgloss.Style // flag for locks held longer than --stuck-after
 	noExpiry    lipgloss.Style // flag for locks that never expire
 	dim         lipgloss.Style
+	late        lipgloss.Style // a row from a server that stopped answering: its data is old
 	barFull     lipgloss.Style // TTL bar, plenty left
 	barMid      lipgloss.Style
 	barLow      lipgloss.Style
@@ -88,6 +89,7 @@ func newStyles(profile colorprofile.Profile, isDark bool) styles {
 		stuck:       lipgloss.NewStyle().Bold(true).Foreground(red),
 		noExpiry:    lipgloss.NewStyle().Bold(true).Foreground(magenta),
 		dim:         lipgloss.NewStyle().Foreground(muted),
+		late:        lipgloss.NewStyle().Foreground(muted).Faint(true),
 		barFull:     lipgloss.NewStyle().Foreground(green).Background(barBg),
 		barMid:      lipgloss.NewStyle().Foreground(yellow).Background(barBg),
 		barLow:      lipgloss.NewStyle().Foreground(red).Background(barBg),
@@ -141,6 +143,7 @@ func monoStyles() styles {
 		stuck:       bold,
 		noExpiry:    bold,
 		dim:         plain,
+		late:        plain.Faint(true),
 		barFull:     plain,
 		barMid:      plain,
 		barLow:      plain,

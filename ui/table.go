@@ -24,6 +24,8 @@ type lockTable struct {
 // rowContext is what rendering a row needs besides the lock.
 type rowContext struct {
 	now        time.Time
+	clocks     scanner.Clocks  // the servers' clocks: ages are measured on them
+	late       map[string]bool // servers that stopped answering: their rows are dimmed
 	stuckAfter time.Duration
 	waiters    map[string]int // waiter counts learnt from events, by key
 	span       func(key string) time.Duration
@@ -254,23 +256,27 @@ func (c tableColumns) header(sort present.Sort, desc bool) string {
 	return sb.String()
 }
 
-// row renders one lock. The selected row is drawn without inner colours so its highlight
-// runs unbroken across the line.
+// row renders one lock. The selected row, and a row from a server that stopped answering
+// (dimmed whole: its figures are old), are drawn without inner colours so that their style runs
+// unbroken across the line. The TTL counts down on the local clock (FetchedAt + TTL), the age
+// on the server's.
 func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string {
 	st := rc.st
-	plain := selected
+	late := lateRow(l, rc.late)
+	plain := selected || late
 	paint := func(s string, style lipgloss.Style) string {
 		if plain {
 			return s
 		}
 		return style.Render(s)
 	}
-	stuck := present.Stuck(l, rc.now, rc.stuckAfter)
+	serverNow := rc.clocks.Now(l, rc.now)
+	stuck := present.Stuck(l, serverNow, rc.stuckAfter)
 	flag := [2]string{" ", " "}
 	if stuck {
 		flag[0] = paint(present.FlagStuck.Mark(), st.stuck)
 	}
-	if l.NoExpiry {
+	if present.NeverFrees(l) {
 		flag[1] = paint(present.FlagNoExpiry.Mark(), st.noExpiry)
 	}
 
@@ -284,18 +290,23 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 		sb.WriteString(" " + cell(present.OrUnknown(l.Trace), c.trace))
 	}
 	if c.age {
-		age := cellRight(present.Age(l, rc.now), ageWidth)
-		if stuck {
+		age := cellRight(present.Age(l, serverNow), ageWidth)
+		switch {
+		case stuck:
 			age = paint(age, st.stuck)
+		case present.Skew(l, serverNow) > 0:
+			age = paint(age, st.warning)
 		}
 		sb.WriteString(" " + age)
 	}
 	if c.ttl {
 		ttl := present.TTL(l, rc.now)
-		switch ttl {
-		case present.Never:
+		switch {
+		case !present.NeverFrees(l) && ttl == present.Never: // another type of key: no lock's flag
+			ttl = cellRight(ttl, ttlWidth)
+		case ttl == present.Never:
 			ttl = paint(cellRight(ttl, ttlWidth), st.noExpiry)
-		case present.Expired:
+		case ttl == present.Expired:
 			ttl = paint(cellRight(ttl, ttlWidth), st.dim)
 		default:
 			ttl = cellRight(ttl, ttlWidth)
@@ -323,8 +334,11 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 		sb.WriteString(" " + f)
 	}
 	line := sb.String()
-	if selected {
+	switch {
+	case selected:
 		return st.selected.Render(line)
+	case late:
+		return st.late.Render(line)
 	}
 	return line
 }
@@ -333,6 +347,8 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 // for its holder (see lockSet.span).
 func ttlBarCell(l *scanner.Lock, remaining, span time.Duration, plain bool, st styles) string {
 	switch {
+	case l.NoExpiry && !present.NeverFrees(l): // another type of key: no bar
+		return strings.Repeat(" ", barWidth)
 	case l.NoExpiry:
 		if plain {
 			return strings.Repeat("∞", barWidth)

@@ -171,7 +171,8 @@ func (m *Model) bodyView(lay layoutInfo) string {
 	if m.audit.open {
 		return m.audit.view(w, h, m.redact, m.st)
 	}
-	rc := rowContext{now: m.now, stuckAfter: m.stuckAfter, waiters: m.waiters, span: m.locks.span, st: m.st}
+	late, _ := m.status.late(m.now)
+	rc := rowContext{now: m.now, clocks: m.status.clocks, late: late, stuckAfter: m.stuckAfter, waiters: m.waiters, span: m.locks.span, st: m.st}
 	var detail string
 	if m.detail.open {
 		dw := w
