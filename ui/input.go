@@ -27,6 +27,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.onFilterKey(msg)
 	case m.audit.open:
 		return m.onAuditKey(msg)
+	case m.detail.open:
+		return m.onDetailKey(msg)
 	}
 	if m.demo != nil {
 		if cmd, handled := m.demo.Update(msg); handled {
@@ -54,8 +56,6 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.filter.open()
 	case key.Matches(msg, k.ClearFilter):
 		switch {
-		case m.detail.open:
-			m.detail.open = false
 		case m.filter.value() != "":
 			m.filter.clear()
 			return m.setQuery(viewQuery{filter: newMatcher(""), sort: m.query.sort, desc: m.query.desc}, true)
@@ -69,7 +69,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.SortHol):
 		return m.sortBy(present.SortByHolder)
 	case key.Matches(msg, k.Detail):
-		m.detail.open = !m.detail.open
+		return m.openDetail()
+	case key.Matches(msg, k.CopyKey, k.CopyValue):
+		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Events):
 		m.events.open = !m.events.open
 	case key.Matches(msg, k.Help):

@@ -205,6 +205,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case auditLoadedMsg:
 		m.onAuditLoaded(msg)
 		return nil
+	case valueSizeMsg:
+		m.onValueSize(msg)
+		return nil
 	case tea.KeyPressMsg:
 		return m.onKey(msg)
 	case tea.PasteMsg:

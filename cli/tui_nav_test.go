@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+)
+
+// TestTUIDetailViewShowsEveryField opens the detail view of a Redisson lock whose owner and
+// TTL line are longer than the old side pane's 46 columns: both are on screen whole. A value
+// longer than the scanner reads says how much of it is shown against its real size, and c
+// copies the key to the clipboard with OSC 52 (tmux keeps it as a paste buffer).
+func TestTUIDetailViewShowsEveryField(t *testing.T) {
+	redistest.Slow(t)
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	owner := "8743c9c0-0795-4907-87fd-6c719a6b4586:1234567"
+	if err := srv.Client().HSet(ctx, "lock:nav:redisson", owner, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Client().PExpire(ctx, "lock:nav:redisson", time.Hour)
+	srv.Client().Set(ctx, "lock:nav:huge", strings.Repeat("x", 100_000), time.Hour)
+
+	s := startTUI(t, "--redis", "redis://"+srv.Addr)
+	if out, err := s.tmux("set-option", "-s", "set-clipboard", "on"); err != nil {
+		t.Fatalf("tmux set-clipboard: %v: %s", err, out)
+	}
+	s.waitForText("lock:nav:redisson", 15*time.Second)
+	s.keys("/")
+	s.typeText("redisson")
+	s.keys("Enter")
+	s.waitForText("1/2 locks", 5*time.Second)
+	s.keys("Enter")
+	scr := s.waitForText("owners", 5*time.Second)
+	if !strings.Contains(scr, owner+" ×1") {
+		t.Fatalf("the detail view cuts the owner %q:\n%s", owner, scr)
+	}
+	s.waitFor("the whole TTL line", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "left (read ") && strings.Contains(scr, "Z)")
+	})
+
+	s.keys("c")
+	s.waitForText("copied the key lock:nav:redisson to the clipboard", 5*time.Second)
+	s.waitFor("the OSC 52 paste buffer", 5*time.Second, func(string) bool {
+		buf, err := s.tmux("show-buffer")
+		return err == nil && buf == "lock:nav:redisson"
+	})
+
+	// The huge value: its real size, read when the view opens.
+	s.keys("Escape")
+	s.waitFor("the table", 5*time.Second, func(scr string) bool { return !strings.Contains(scr, "owners") })
+	s.keys("Escape")
+	s.waitFor("the filter cleared", 5*time.Second, func(scr string) bool { return strings.Contains(scr, "│ 2 locks") })
+	s.keys("/")
+	s.typeText("huge")
+	s.keys("Enter")
+	s.waitForText("1/2 locks", 5*time.Second)
+	s.keys("Enter")
+	s.waitForText(fmt.Sprintf("showing first 4096 of %d bytes", 100_000), 5*time.Second)
+	s.quit()
+}
