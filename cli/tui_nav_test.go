@@ -63,3 +63,51 @@ func TestTUIDetailViewShowsEveryField(t *testing.T) {
 	s.waitForText(fmt.Sprintf("showing first 4096 of %d bytes", 100_000), 5*time.Second)
 	s.quit()
 }
+
+// TestTUIFilterAndSortByMeaning: on a 200-column screen a Redisson holder is shown whole
+// beside a 150-character key; format: and is: filters keep the locks of that meaning; T puts
+// the lock that never expires first.
+func TestTUIFilterAndSortByMeaning(t *testing.T) {
+	redistest.Slow(t)
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	owner := "8743c9c0-0795-4907-87fd-6c719a6b4586:1234567"
+	longKey := "lock:nav:" + strings.Repeat("k", 150)
+	srv.Client().HSet(ctx, longKey, owner, 1)
+	srv.Client().PExpire(ctx, longKey, time.Hour)
+	setLock(t, srv, "lock:nav:soon", "node-soon", "-", time.Minute)
+	setLock(t, srv, "lock:nav:forever", "node-forever", "-", 0)
+
+	s := startTUI(t, "--redis", "redis://"+srv.Addr)
+	if out, err := s.tmux("resize-window", "-t", "tui", "-x", "200", "-y", "40"); err != nil {
+		t.Fatalf("tmux resize-window: %v: %s", err, out)
+	}
+	scr := s.waitForText("lock:nav:soon", 15*time.Second)
+	scr = s.waitFor("the Redisson row", 5*time.Second, func(scr string) bool { return strings.Contains(scr, "lock:nav:kkk") })
+	if !strings.Contains(scr, owner) {
+		t.Fatalf("the holder %q is cut beside a long key:\n%s", owner, scr)
+	}
+
+	s.keys("/")
+	s.typeText("format:redisson")
+	s.keys("Enter")
+	s.waitFor("the format filter", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "1/3 locks") && strings.Contains(scr, owner) && !strings.Contains(scr, "lock:nav:soon")
+	})
+	s.keys("/")
+	s.keys("C-u")
+	s.typeText("is:noexpiry")
+	s.keys("Enter")
+	s.waitFor("the flag filter", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "1/3 locks") && strings.Contains(scr, "lock:nav:forever") && !strings.Contains(scr, "lock:nav:soon")
+	})
+	s.keys("Escape")
+	s.waitFor("the filter cleared", 5*time.Second, func(scr string) bool { return strings.Contains(scr, "│ 3 locks") })
+
+	s.keys("T")
+	s.waitFor("never-expiring first", 5*time.Second, func(scr string) bool {
+		forever, soon := strings.Index(scr, "lock:nav:forever"), strings.Index(scr, "lock:nav:soon")
+		return strings.Contains(scr, "TTL↑") && forever >= 0 && soon > forever
+	})
+	s.quit()
+}

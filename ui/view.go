@@ -147,7 +147,7 @@ func (m *Model) render() string {
 			groups = append(groups, m.demo.keys.Bindings())
 		}
 		box := st.dialog.Render(st.dialogTitle.Render("Keys") + "\n\n" + m.help.FullHelpView(groups) +
-			"\n\n" + st.dim.Render("any key closes"))
+			"\n\n" + filterHelp + "\n\n" + st.dim.Render("any key closes"))
 		screen = overlay(screen, clipBlock(box, w, h), w, h)
 	}
 	return screen
