@@ -82,8 +82,8 @@ func TestTUIFilterAndSortByMeaning(t *testing.T) {
 	if out, err := s.tmux("resize-window", "-t", "tui", "-x", "200", "-y", "40"); err != nil {
 		t.Fatalf("tmux resize-window: %v: %s", err, out)
 	}
-	scr := s.waitForText("lock:nav:soon", 15*time.Second)
-	scr = s.waitFor("the Redisson row", 5*time.Second, func(scr string) bool { return strings.Contains(scr, "lock:nav:kkk") })
+	s.waitForText("lock:nav:soon", 15*time.Second)
+	scr := s.waitFor("the Redisson row", 5*time.Second, func(scr string) bool { return strings.Contains(scr, "lock:nav:kkk") })
 	if !strings.Contains(scr, owner) {
 		t.Fatalf("the holder %q is cut beside a long key:\n%s", owner, scr)
 	}
