@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
+	"io"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lockscope/lockscope/config"
+	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/ui"
 )
 
 // flagContext names a connection of the config file (package config).
@@ -141,4 +146,60 @@ func patternOrDefault(pattern string) string {
 		return "-"
 	}
 	return pattern
+}
+
+// contextConnection is the connection `lockscope --context name` has, read from the config
+// file with the environment getenv (the process's: not another context's password).
+func contextConnection(ctx context.Context, name string, getenv func(string) string) (connection, error) {
+	cmd := &cobra.Command{Use: "lockscope"}
+	addConnectionFlags(cmd)
+	addContextFlag(cmd)
+	cmd.SetContext(ctx)
+	if err := cmd.ParseFlags([]string{"--" + flagContext, name}); err != nil {
+		return connection{}, err
+	}
+	env := &contextEnv{base: getenv}
+	if err := env.apply(cmd, nil); err != nil {
+		return connection{}, err
+	}
+	return connectionFlags(cmd, env.getenv), nil
+}
+
+// consoleSwitch is the console's `:context NAME` and `:pattern GLOB`: a new connection as
+// `--context NAME` gives it (or the current one's settings under another pattern), keeping
+// the console's own --read-only (a context may add it, never remove it), --stuck-after and
+// --operator.
+func consoleSwitch(first connection, firstLabel string, getenv func(string) string, scanBudget float64) ui.SwitchFunc {
+	var mu sync.Mutex
+	cur, curName := first, firstLabel
+	return func(ctx context.Context, name, pattern string) (ui.Session, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		conn, label := cur, curName
+		if name != "" {
+			c, err := contextConnection(ctx, name, getenv)
+			if err != nil {
+				return ui.Session{}, err
+			}
+			c.ReadOnly = c.ReadOnly || first.ReadOnly
+			c.StuckAfter, c.Operator = first.StuckAfter, first.Operator
+			conn, label = c, "context "+name
+		}
+		if pattern != "" {
+			conn.Pattern = pattern
+		}
+		t, err := conn.open(ctx, io.Discard) // instances down show in the console's status bar
+		if err != nil {
+			return ui.Session{}, err
+		}
+		cur, curName = conn, label
+		return ui.Session{
+			Target:   t,
+			Scanner:  scanner.New(t, scanner.Options{Pattern: conn.Pattern, ScanBudget: scanBudget}),
+			Admin:    conn.admin(t),
+			ReadOnly: conn.ReadOnly,
+			Label:    strings.TrimPrefix(label+", ", ", ") + patternOrDefault(conn.Pattern),
+			Close:    t.Close,
+		}, nil
+	}
 }

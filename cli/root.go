@@ -57,9 +57,9 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	root.AddCommand(newVersionCmd(ios))
 	root.AddCommand(newLsCmd(ios, getenv), newShowCmd(ios, getenv), newReleaseCmd(ios, getenv),
 		newExtendCmd(ios, getenv), newAuditCmd(ios, getenv))
-	root.AddCommand(newTUICmd(ios, getenv))
+	root.AddCommand(newTUICmd(ios, env))
 	root.AddCommand(newDemoCmd(ios, getenv))
-	root.RunE = tuiRunE(ios, getenv) // `lockscope` alone opens the console
+	root.RunE = tuiRunE(ios, env) // `lockscope` alone opens the console
 	addTUIFlags(root)
 	return root
 }

@@ -111,3 +111,38 @@ func TestTUIFilterAndSortByMeaning(t *testing.T) {
 	})
 	s.quit()
 }
+
+// TestTUISwitchesContextAndPattern: the console started with --context, `:` with tab
+// completion switches to another context of the config file (another server), and
+// `:pattern` re-scans under another pattern.
+func TestTUISwitchesContextAndPattern(t *testing.T) {
+	redistest.Slow(t)
+	srvs := redistest.StartN(t, 2)
+	setLock(t, srvs[0], "lock:ctx:first", "node-first", "-", time.Hour)
+	setLock(t, srvs[1], "lock:ctx:second", "node-second", "-", time.Hour)
+	setLock(t, srvs[1], "job:ctx:other", "node-other", "-", time.Hour)
+	xdg := writeConfig(t, "contexts:\n  alpha:\n    redis: [redis://"+srvs[0].Addr+"]\n  bravo-eu:\n    redis: [redis://"+srvs[1].Addr+"]\n")
+
+	s := startConsole(t, "/usr/bin/env", xdg, cliBinary(t), "--context", "alpha")
+	s.waitFor("alpha's lock", 15*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "lock:ctx:first") && strings.Contains(scr, "context alpha")
+	})
+	s.keys(":")
+	s.typeText("con")
+	s.keys("Tab")
+	s.typeText("b")
+	s.keys("Tab")
+	s.waitForText(":context bravo-eu", 5*time.Second)
+	s.keys("Enter")
+	s.waitFor("bravo's lock", 15*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "lock:ctx:second") && !strings.Contains(scr, "lock:ctx:first") &&
+			strings.Contains(scr, "switched to context bravo-eu, lock:*")
+	})
+	s.keys(":")
+	s.typeText("pattern job:*")
+	s.keys("Enter")
+	s.waitFor("the other pattern", 15*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "job:ctx:other") && !strings.Contains(scr, "lock:ctx:second")
+	})
+	s.quit()
+}

@@ -25,6 +25,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case m.filter.active:
 		return m.onFilterKey(msg)
+	case m.command.active:
+		return m.onCommandKey(msg)
 	case m.audit.open:
 		return m.onAuditKey(msg)
 	case m.detail.open:
@@ -54,6 +56,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.table.moveTo(view.len()-1, view)
 	case key.Matches(msg, k.Filter):
 		return m.filter.open()
+	case key.Matches(msg, k.Command):
+		return m.command.open()
 	case key.Matches(msg, k.ClearFilter):
 		switch {
 		case m.filter.value() != "":
@@ -112,6 +116,10 @@ func (m *Model) onPaste(msg tea.PasteMsg) tea.Cmd {
 	switch {
 	case m.dialog != nil:
 		return m.dialog.paste(msg, m.clock())
+	case m.command.active:
+		var cmd tea.Cmd
+		m.command.input, cmd = m.command.input.Update(msg)
+		return cmd
 	case m.filter.active:
 		before := m.filter.value()
 		cmd := m.filter.paste(msg)

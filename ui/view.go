@@ -44,7 +44,7 @@ func (m *Model) layout() layoutInfo {
 		l.bannerRows = 1
 	}
 	top := 1 + l.bannerRows
-	l.filterLine = m.filter.active || m.filter.value() != ""
+	l.filterLine = m.filter.active || m.filter.value() != "" || m.command.active
 	l.noticeLine = m.noticeVisible()
 	l.helpLine = h >= helpMinHeight
 	footer := func() int { return btoi(l.filterLine) + btoi(l.noticeLine) + btoi(l.helpLine) }
@@ -121,7 +121,10 @@ func (m *Model) render() string {
 	if lay.eventRows > 0 {
 		parts = append(parts, paneBox("events", m.events.view(w-2, lay.eventRows-2, st), w, lay.eventRows, st))
 	}
-	if lay.filterLine {
+	switch {
+	case lay.filterLine && m.command.active:
+		parts = append(parts, m.command.view(w, st))
+	case lay.filterLine:
 		parts = append(parts, m.filter.view(w, st))
 	}
 	if lay.noticeLine {
