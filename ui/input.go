@@ -172,6 +172,10 @@ func (m *Model) onWheel(msg tea.MouseWheelMsg) {
 		m.audit.scroll(step, body-2)
 		return
 	}
+	if m.detail.open {
+		m.scrollDetail(step)
+		return
+	}
 	m.table.scrollBy(step, m.view)
 }
 
