@@ -126,14 +126,14 @@ func writeContexts(ios IOStreams, file *config.File) error {
 		}
 	}
 	for _, r := range rows {
-		var line strings.Builder
+		line := ""
 		for i, cell := range r {
 			if i < len(r)-1 {
 				cell += strings.Repeat(" ", widths[i]-len(cell)+2)
 			}
-			line.WriteString(cell)
+			line += cell
 		}
-		if err := printf(ios.Out, "%s\n", line.String()); err != nil {
+		if err := printf(ios.Out, "%s\n", line); err != nil {
 			return err
 		}
 	}
