@@ -187,8 +187,9 @@ func TestCLIListTableSortAndLimit(t *testing.T) {
 	for _, obj := range jsonLines(t, r.stdout) {
 		order = append(order, obj["key"].(string))
 	}
-	// Soonest expiry first (binary 5m, redisson 10m, old 1h), keys without expiry last.
-	if want := []string{"lock:binary", "lock:redisson", "lock:old", "lock:forever", "lock:list"}; !slices.Equal(order, want) {
+	// Keys without expiry first (they never free themselves), then the soonest expiry
+	// (binary 5m, redisson 10m, old 1h).
+	if want := []string{"lock:forever", "lock:list", "lock:binary", "lock:redisson", "lock:old"}; !slices.Equal(order, want) {
 		t.Errorf("--sort ttl: %v, want %v", order, want)
 	}
 	r = runCLI(t, cliOpts{}, "ls", "--json", "--sort", "age", "--limit", "2", "--redis", url)

@@ -42,19 +42,24 @@ func run(args []string, ios IOStreams, getenv func(string) string) int {
 }
 
 func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	env := &contextEnv{base: getenv}
+	getenv = env.getenv // the commands see --context's password as $LOCKSCOPE_PASSWORD
 	root := &cobra.Command{
-		Use:           "lockscope",
-		Short:         "Inspect, administer and demonstrate Redis distributed locks",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:               "lockscope",
+		Short:             "Inspect, administer and demonstrate Redis distributed locks",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: env.apply,
 	}
 	addConnectionFlags(root)
+	addContextFlag(root)
+	root.AddCommand(newContextsCmd(ios, env.base))
 	root.AddCommand(newVersionCmd(ios))
 	root.AddCommand(newLsCmd(ios, getenv), newShowCmd(ios, getenv), newReleaseCmd(ios, getenv),
 		newExtendCmd(ios, getenv), newAuditCmd(ios, getenv))
-	root.AddCommand(newTUICmd(ios, getenv))
+	root.AddCommand(newTUICmd(ios, env))
 	root.AddCommand(newDemoCmd(ios, getenv))
-	root.RunE = tuiRunE(ios, getenv) // `lockscope` alone opens the console
+	root.RunE = tuiRunE(ios, env) // `lockscope` alone opens the console
 	addTUIFlags(root)
 	return root
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockscope/lockscope/config"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
@@ -23,6 +24,10 @@ type tuiOptions struct {
 	// ScanBudget is --scan-budget: the share of each server's time the background re-scan
 	// may take (scanner.Options.ScanBudget).
 	ScanBudget float64
+	// Label names the --context in the status bar; Contexts and Switch are the `:` line's.
+	Label    string
+	Contexts []string
+	Switch   ui.SwitchFunc
 }
 
 const flagScanBudget = "scan-budget"
@@ -36,7 +41,7 @@ func addTUIFlags(cmd *cobra.Command) {
 }
 
 // newTUICmd is `lockscope tui`: the live console. `lockscope` with no subcommand runs it too.
-func newTUICmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+func newTUICmd(ios IOStreams, env *contextEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tui",
 		Short: "Open the live lock console (what `lockscope` alone opens)",
@@ -44,17 +49,26 @@ func newTUICmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 			"force-release (compare-and-delete) and extend behind confirmation dialogs, the audit trail,\n" +
 			"and locklib's live events. Press ? inside for the keys. --read-only hides the actions.",
 		Args: cobra.NoArgs,
-		RunE: tuiRunE(ios, getenv),
+		RunE: tuiRunE(ios, env),
 	}
 	addTUIFlags(cmd)
 	return cmd
 }
 
-// tuiRunE fills the console's options from the flags and runs it.
-func tuiRunE(ios IOStreams, getenv func(string) string) func(*cobra.Command, []string) error {
+// tuiRunE fills the console's options from the flags and runs it. The `:` line switches to
+// the config file's contexts, read with the process's environment (env.base).
+func tuiRunE(ios IOStreams, env *contextEnv) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		budget := float64(*cmd.Flags().Lookup(flagScanBudget).Value.(*budgetValue))
-		return runTUI(cmd.Context(), &tuiOptions{IO: ios, Conn: connectionFlags(cmd, getenv), ScanBudget: budget})
+		opts := &tuiOptions{IO: ios, Conn: connectionFlags(cmd, env.getenv), ScanBudget: budget}
+		if name, _ := cmd.Flags().GetString(flagContext); name != "" {
+			opts.Label = "context " + name
+		}
+		if file, err := config.Load(env.base); err == nil { // a bad file: --context said so already
+			opts.Contexts = file.Names()
+		}
+		opts.Switch = consoleSwitch(opts.Conn, opts.Label, env.base, budget)
+		return runTUI(cmd.Context(), opts)
 	}
 }
 
@@ -69,11 +83,14 @@ func runTUI(ctx context.Context, opts *tuiOptions) error {
 	defer stop()
 	go followLiveHeap(ctx)
 	err = ui.Run(ctx, ui.Options{
-		Target:     t,
-		Scanner:    scanner.New(t, scanner.Options{Pattern: opts.Conn.Pattern, ScanBudget: opts.ScanBudget}),
-		Admin:      opts.Conn.admin(t),
-		ReadOnly:   opts.Conn.ReadOnly,
-		StuckAfter: opts.Conn.StuckAfter,
+		Target:      t,
+		Scanner:     scanner.New(t, scanner.Options{Pattern: opts.Conn.Pattern, ScanBudget: opts.ScanBudget}),
+		Admin:       opts.Conn.admin(t),
+		ReadOnly:    opts.Conn.ReadOnly,
+		StuckAfter:  opts.Conn.StuckAfter,
+		TargetLabel: opts.Label,
+		Contexts:    opts.Contexts,
+		Switch:      opts.Switch,
 	})
 	return describeError(t, err)
 }

@@ -85,8 +85,9 @@ func keys(rows []*scanner.Lock) []string {
 func TestSortOrders(t *testing.T) {
 	cases := map[Sort][]string{
 		SortByKey: {"lock:a", "lock:b", "lock:c", "lock:d", "lock:e"},
-		// Deadlines: b t0+11s, c t0+1s+10s (a tie: by key), a t0+12s, e t0+30s, d never.
-		SortByTTL:    {"lock:b", "lock:c", "lock:a", "lock:e", "lock:d"},
+		// d never expires: first (the risk). Deadlines: b t0+11s, c t0+1s+10s (a tie: by
+		// key), a t0+12s, e t0+30s.
+		SortByTTL:    {"lock:d", "lock:b", "lock:c", "lock:a", "lock:e"},
 		SortByAge:    {"lock:d", "lock:b", "lock:c", "lock:a", "lock:e"},
 		SortByHolder: {"lock:b", "lock:d", "lock:c", "lock:a", "lock:e"},
 	}

@@ -19,7 +19,8 @@ type Sort int
 const (
 	// SortByKey orders by key, bytewise.
 	SortByKey Sort = iota
-	// SortByTTL puts the soonest expiry first and locks without expiry last. It compares
+	// SortByTTL puts locks without expiry first (they never free themselves: the risk an
+	// operator looks for), then the soonest expiry. It compares
 	// deadlines (FetchedAt + TTL), which do not move with time, so the order of a live view
 	// needs no re-sort as the TTLs count down; at one instant it is the order of the
 	// remaining TTLs, and it is fair to locks read at different moments of a census.
@@ -71,16 +72,19 @@ type sortKey struct {
 	key  string
 }
 
-// never is the deadline of a lock without expiry and the acquisition time of an unknown
-// age: after every real time.
+// never is the acquisition time of an unknown age: after every real time.
 const never = math.MaxInt64
+
+// noDeadline is the deadline of a lock without expiry: before every real deadline, so that
+// the order by TTL shows first the locks that will not go away by themselves.
+const noDeadline = math.MinInt64
 
 // keyOf is l's place in order s.
 func keyOf(l *scanner.Lock, s Sort) sortKey {
 	k := sortKey{key: l.Key}
 	switch s {
 	case SortByTTL:
-		k.num = never
+		k.num = noDeadline
 		if !l.NoExpiry {
 			k.num = l.FetchedAt.Add(l.TTL).UnixNano()
 		}

@@ -31,7 +31,7 @@ const auditLimit = 200
 
 // waitForScan blocks on the scanner's stream for its next message; Update re-issues it after
 // each one (the realtime pattern), so exactly one reader is waiting at any time.
-func waitForScan(ch <-chan scanner.Update) tea.Cmd {
+func waitForScan(ch <-chan scanner.Update, session uint64) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
@@ -40,12 +40,12 @@ func waitForScan(ch <-chan scanner.Update) tea.Cmd {
 		if !ok {
 			return scanClosedMsg{}
 		}
-		return scanMsg{update: u}
+		return scanMsg{update: u, session: session}
 	}
 }
 
 // waitForEvent blocks on the lifecycle-event stream for its next event.
-func waitForEvent(ch <-chan protocol.Event) tea.Cmd {
+func waitForEvent(ch <-chan protocol.Event, session uint64) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func waitForEvent(ch <-chan protocol.Event) tea.Cmd {
 		if !ok {
 			return eventsClosedMsg{}
 		}
-		return eventMsg{event: ev}
+		return eventMsg{event: ev, session: session}
 	}
 }
 

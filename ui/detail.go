@@ -1,38 +1,77 @@
 package ui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// detailPane shows everything known about the selected lock: decoded fields, the raw value,
-// the cluster master that holds it, or for Redlock each instance's value and TTL and the
-// quorum.
+// detailPane is the full-screen detail view of the selected lock: every field, wrapped to
+// the screen's width and scrolled with the movement keys (decoded fields, the whole value
+// read, its real size when only its start was read, the cluster master that holds it, or for
+// Redlock each instance's value and TTL and the quorum).
 type detailPane struct {
-	open bool
+	open   bool
+	scroll int // the first line shown
+	// size is what Redis said of the shown lock's value size (a value longer than
+	// scanner.ValueCap is read only in part); sizeSeq tags the request in flight.
+	size    valueSize
+	sizeSeq uint64
 }
 
-// view renders the pane's content (without border) for lock l in width x height; cluster
-// says the target is a Redis Cluster (the master holding the key is worth a line).
-func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) string {
+// valueSize is one key's value size as Redis reports it: STRLEN for a string, else
+// MEMORY USAGE (the key's whole footprint).
+type valueSize struct {
+	seq    uint64
+	key    string
+	bytes  int64
+	memory bool   // MEMORY USAGE rather than STRLEN
+	err    string // redacted; "" when bytes is known
+}
+
+// valueSizeMsg is the answer of valueSizeCmd.
+type valueSizeMsg valueSize
+
+// detailLabelWidth is the width of the field names' column.
+const detailLabelWidth = 10
+
+// sizeTimeout bounds the size request of the detail view.
+const sizeTimeout = 5 * time.Second
+
+// lines is the whole content of the view for lock l, wrapped to width cells; cluster says the
+// target is a Redis Cluster (the master holding the key is worth a line).
+func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) []string {
 	if l == nil {
-		return st.dim.Render("no lock selected")
+		return []string{st.dim.Render("no lock selected")}
 	}
-	const labelW = 10
+	valueW := max(width-detailLabelWidth, 8)
 	var lines []string
-	// Fields are text as read from Redis, escaped here; styled lines of our own go through addStyled.
+	// Fields are text as read from Redis, escaped here; styled lines of our own go through
+	// addStyled. A long field wraps under its label instead of being cut.
 	addStyled := func(name, styled string) {
-		lines = append(lines, st.label.Render(cell(name, labelW))+styled)
+		for i, part := range wrapCells(styled, valueW) {
+			if i > 0 {
+				name = ""
+			}
+			lines = append(lines, st.label.Render(cell(name, detailLabelWidth))+part)
+		}
 	}
 	add := func(name, text string) { addStyled(name, present.SafeText(text, 0)) }
-	lines = append(lines, st.paneTitle.Render(present.SafeText(l.Key, 0)))
+	for _, part := range wrapCells(present.SafeText(l.Key, 0), max(width, 8)) {
+		lines = append(lines, st.paneTitle.Render(part))
+	}
 	format := string(l.Format)
 	if l.Type != "" {
 		format += " (" + l.Type + ")"
@@ -81,29 +120,183 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 		}
 		add(name, present.Owner(o))
 	}
-	value := present.Value(l, 0)
-	valueW := max(width-labelW, 8)
-	for i, part := range wrapCells(value, valueW, 4) {
-		name := ""
-		if i == 0 {
-			name = "value"
-		}
-		addStyled(name, part) // escaped by present.Value
-	}
+	add("size", d.sizeText(l))
+	addStyled("value", present.Value(l, 0)) // escaped by present.Value
 	if q := l.Quorum; q != nil {
 		lines = append(lines, st.label.Render("instances"))
 		for _, in := range q.Instances {
-			lines = append(lines, "  "+instanceLine(l, in, st))
+			for _, part := range wrapCells(instanceLine(l, in, st), max(width-2, 8)) {
+				lines = append(lines, "  "+part)
+			}
 		}
-	}
-	if q := l.Quorum; q != nil {
 		verdict := st.connOK.Render(present.QuorumVerdict(q))
 		if !q.Reached {
 			verdict = st.connBad.Render(present.QuorumVerdict(q))
 		}
 		addStyled("quorum", present.QuorumAgreement(q)+": "+verdict)
 	}
-	return fitBlock(strings.Join(lines, "\n"), width, height)
+	return lines
+}
+
+// sizeText is the value's size: its length when the whole value was read, else how much of
+// it is shown against what Redis reports (the request runs when the view opens).
+func (d detailPane) sizeText(l *scanner.Lock) string {
+	read := len(l.Value)
+	if !l.Truncated {
+		return strconv.Itoa(read) + " bytes"
+	}
+	shown := fmt.Sprintf("showing first %d", read)
+	switch {
+	case d.size.key != l.Key:
+		return shown + " bytes (reading the size…)"
+	case d.size.err != "":
+		return shown + " bytes (size unknown: " + d.size.err + ")"
+	case d.size.memory:
+		return fmt.Sprintf("%s bytes; the key takes %d bytes in memory (MEMORY USAGE)", shown, d.size.bytes)
+	}
+	return fmt.Sprintf("%s of %d bytes", shown, d.size.bytes)
+}
+
+// view is the window of lines the view shows at its scroll position, width x height.
+func (d detailPane) view(lines []string, width, height int, st styles) string {
+	if height <= 0 {
+		return ""
+	}
+	top := d.clampedScroll(len(lines), height)
+	shown := lines[top:min(top+height, len(lines))]
+	if top+height < len(lines) && len(shown) > 0 {
+		shown[len(shown)-1] = st.dim.Render(fmt.Sprintf("↓ %d more lines (↓/pgdn)", len(lines)-top-height+1))
+	}
+	return fitBlock(strings.Join(shown, "\n"), width, height)
+}
+
+// clampedScroll is the scroll position kept within n lines in a window of height.
+func (d detailPane) clampedScroll(n, height int) int {
+	return max(min(d.scroll, n-height), 0)
+}
+
+// detailLines is the detail view's content for the selected lock at width.
+func (m *Model) detailLines(width int) []string {
+	l, now := m.selected(), m.now
+	if l != nil {
+		now = m.status.clocks.Now(l, m.now) // ages on the lock's server's clock, as the table's
+	}
+	return m.detail.lines(l, width, now, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
+}
+
+// openDetail shows the selected lock's details from the top; a value read only in part gets
+// its real size asked of Redis.
+func (m *Model) openDetail() tea.Cmd {
+	m.detail.open, m.detail.scroll = true, 0
+	l := m.selected()
+	if l == nil || !l.Truncated {
+		return nil
+	}
+	m.detail.sizeSeq++
+	m.detail.size = valueSize{}
+	if len(m.status.target.Clients) == 0 {
+		return nil
+	}
+	return valueSizeCmd(m.ctx, m.status.target.Clients, l.Key, l.Type, m.detail.sizeSeq)
+}
+
+// onValueSize keeps the size answer of the latest request only.
+func (m *Model) onValueSize(msg valueSizeMsg) {
+	if msg.seq != m.detail.sizeSeq {
+		return
+	}
+	msg.err = m.redact(msg.err)
+	m.detail.size = valueSize(msg)
+}
+
+// valueSizeCmd asks the servers in turn (a Redlock set's instances) for key's value size:
+// STRLEN of a string, else MEMORY USAGE.
+func valueSizeCmd(ctx context.Context, clients []redis.UniversalClient, key, typ string, seq uint64) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
+		defer cancel()
+		msg := valueSizeMsg{seq: seq, key: key, memory: typ != "string"}
+		var err error
+		for _, c := range clients {
+			var n int64
+			if msg.memory {
+				n, err = c.MemoryUsage(ctx, key).Result()
+			} else {
+				n, err = c.StrLen(ctx, key).Result()
+			}
+			if err == nil {
+				msg.bytes = n
+				return msg
+			}
+		}
+		if errors.Is(err, redis.Nil) {
+			err = errors.New("the key is gone")
+		}
+		msg.err = err.Error()
+		return msg
+	}
+}
+
+// onDetailKey handles a key while the detail view is open: the movement keys scroll it, c
+// and v copy the key and the value, enter and esc close it; the actions, the help and quit
+// work as over the table.
+func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	page := max(m.layout().bodyRows-3, 1)
+	switch {
+	case key.Matches(msg, k.Detail, k.ClearFilter):
+		m.detail.open = false
+	case key.Matches(msg, k.Up):
+		m.scrollDetail(-1)
+	case key.Matches(msg, k.Down):
+		m.scrollDetail(1)
+	case key.Matches(msg, k.PageUp):
+		m.scrollDetail(-page)
+	case key.Matches(msg, k.PageDown):
+		m.scrollDetail(page)
+	case key.Matches(msg, k.Top):
+		m.detail.scroll = 0
+	case key.Matches(msg, k.Bottom):
+		m.scrollDetail(len(m.detailLines(m.width - 2)))
+	case key.Matches(msg, k.CopyKey, k.CopyValue):
+		return m.copySelected(key.Matches(msg, k.CopyValue))
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.Release):
+		m.openDialog(dialogRelease)
+	case key.Matches(msg, k.Extend):
+		m.openDialog(dialogExtend)
+	}
+	return nil
+}
+
+// scrollDetail moves the detail view by n lines, within its content.
+func (m *Model) scrollDetail(n int) {
+	height := max(m.layout().bodyRows-2, 1)
+	m.detail.scroll = detailPane{scroll: m.detail.scroll + n}.clampedScroll(len(m.detailLines(m.width-2)), height)
+}
+
+// copySelected puts the selected lock's key, or its value as read, on the terminal's
+// clipboard with OSC 52 (it reaches the local clipboard over SSH and through tmux with
+// set-clipboard on) and says so in the footer.
+func (m *Model) copySelected(value bool) tea.Cmd {
+	l := m.selected()
+	if l == nil {
+		m.setNotice("no lock selected: nothing copied", true)
+		return nil
+	}
+	if !value {
+		m.setNotice("copied the key "+l.Key+" to the clipboard (OSC 52)", false)
+		return tea.SetClipboard(l.Key)
+	}
+	what := "the value of " + l.Key
+	if l.Truncated {
+		what = fmt.Sprintf("the first %d bytes of the value of %s", len(l.Value), l.Key)
+	}
+	m.setNotice("copied "+what+" to the clipboard (OSC 52)", false)
+	return tea.SetClipboard(l.Value)
 }
 
 // instanceLine is one server's state of the key; it escapes the address and value it shows.
@@ -122,18 +315,13 @@ func instanceLine(l *scanner.Lock, in scanner.Instance, st styles) string {
 	if in.Present {
 		ttl = present.InstanceTTL(in)
 	}
-	return fmt.Sprintf("%s  %s %s  %s", present.SafeText(in.Addr, 0), padRight(state, 14), cellRight(ttl, 6), present.SafeText(in.Value, 40))
+	return fmt.Sprintf("%s  %s %s  %s", present.SafeText(in.Addr, 0), padRight(state, 14), cellRight(ttl, 6), present.SafeText(in.Value, 0))
 }
 
-// wrapCells cuts s into lines of width cells, at most maxLines (the last one marked when cut).
-func wrapCells(s string, width, maxLines int) []string {
+// wrapCells wraps a styled line into lines of at most width cells, at spaces where it can.
+func wrapCells(s string, width int) []string {
 	if s == "" {
 		return []string{present.Unknown}
 	}
-	wrapped := strings.Split(ansi.Hardwrap(s, width, true), "\n")
-	if len(wrapped) > maxLines {
-		wrapped = wrapped[:maxLines]
-		wrapped[maxLines-1] = ansi.Truncate(wrapped[maxLines-1], width-1, "") + "…"
-	}
-	return wrapped
+	return strings.Split(ansi.Wrap(s, width, ""), "\n")
 }

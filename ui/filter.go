@@ -4,6 +4,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/lockscope/lockscope/present"
 )
@@ -18,7 +19,7 @@ type filterInput struct {
 func newFilterInput(st styles) filterInput {
 	in := textinput.New()
 	in.Prompt = "/"
-	in.Placeholder = "substring, or glob like lock:order:*"
+	in.Placeholder = "text, glob lock:order:*, format:redisson, holder:host-1, meta:job, is:stuck|noexpiry|waiters, -word"
 	in.CharLimit = 256
 	in.SetStyles(st.input)
 	return filterInput{input: in}
@@ -68,14 +69,19 @@ func (f *filterInput) clear() {
 
 func (f filterInput) value() string { return f.input.Value() }
 
-// view is the prompt line: the input while active, else the applied filter.
+// view is the prompt line: the input while active, else the applied filter; either way
+// followed by why a word matches nothing, when one does (matcher.problem).
 func (f filterInput) view(width int, st styles) string {
+	var problem string
+	if p := newMatcher(f.value()).problem; p != "" {
+		problem = "  " + st.warning.Render(present.SafeText(p, 0))
+	}
 	if f.active {
-		f.input.SetWidth(max(width-2, 1))
-		return fitLine(f.input.View(), width)
+		f.input.SetWidth(max(width-2-lipgloss.Width(problem), 1))
+		return fitLine(f.input.View()+problem, width)
 	}
 	if f.value() == "" {
 		return ""
 	}
-	return fitLine(st.filter.Render("filter: "+present.SafeText(f.value(), 0))+st.dim.Render("  (/ edit, esc clear)"), width)
+	return fitLine(st.filter.Render("filter: "+present.SafeText(f.value(), 0))+problem+st.dim.Render("  (/ edit, esc clear)"), width)
 }

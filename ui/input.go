@@ -25,8 +25,12 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case m.filter.active:
 		return m.onFilterKey(msg)
+	case m.command.active:
+		return m.onCommandKey(msg)
 	case m.audit.open:
 		return m.onAuditKey(msg)
+	case m.detail.open:
+		return m.onDetailKey(msg)
 	}
 	if m.demo != nil {
 		if cmd, handled := m.demo.Update(msg); handled {
@@ -52,10 +56,10 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.table.moveTo(view.len()-1, view)
 	case key.Matches(msg, k.Filter):
 		return m.filter.open()
+	case key.Matches(msg, k.Command):
+		return m.command.open()
 	case key.Matches(msg, k.ClearFilter):
 		switch {
-		case m.detail.open:
-			m.detail.open = false
 		case m.filter.value() != "":
 			m.filter.clear()
 			return m.setQuery(viewQuery{filter: newMatcher(""), sort: m.query.sort, desc: m.query.desc}, true)
@@ -69,7 +73,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.SortHol):
 		return m.sortBy(present.SortByHolder)
 	case key.Matches(msg, k.Detail):
-		m.detail.open = !m.detail.open
+		return m.openDetail()
+	case key.Matches(msg, k.CopyKey, k.CopyValue):
+		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Events):
 		m.events.open = !m.events.open
 	case key.Matches(msg, k.Help):
@@ -110,6 +116,10 @@ func (m *Model) onPaste(msg tea.PasteMsg) tea.Cmd {
 	switch {
 	case m.dialog != nil:
 		return m.dialog.paste(msg, m.clock())
+	case m.command.active:
+		var cmd tea.Cmd
+		m.command.input, cmd = m.command.input.Update(msg)
+		return cmd
 	case m.filter.active:
 		before := m.filter.value()
 		cmd := m.filter.paste(msg)
@@ -160,6 +170,10 @@ func (m *Model) onWheel(msg tea.MouseWheelMsg) {
 	if m.audit.open {
 		body := m.layout().bodyRows
 		m.audit.scroll(step, body-2)
+		return
+	}
+	if m.detail.open {
+		m.scrollDetail(step)
 		return
 	}
 	m.table.scrollBy(step, m.view)

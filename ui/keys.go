@@ -13,6 +13,9 @@ type keyMap struct {
 	ForceQuit                          key.Binding // ctrl+c: quits from anywhere
 
 	Release, Extend, Audit key.Binding
+	CopyKey, CopyValue     key.Binding // OSC 52, from the table or the detail view
+	Command                key.Binding // the `:` command line (:context, :pattern)
+	Complete               key.Binding // tab in the command line
 
 	// Inside dialogs, the filter prompt and the audit view.
 	SwitchButton, ArrowButton, No, Confirm, Cancel, Reload key.Binding
@@ -40,6 +43,10 @@ func newKeyMap(readOnly bool) keyMap {
 		Release:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release")),
 		Extend:      key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend ttl")),
 		Audit:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "audit trail")),
+		CopyKey:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy key")),
+		CopyValue:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "copy value")),
+		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "context/pattern")),
+		Complete:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
 		// In a dialog with a text input, left/right move in the text: only tab switches buttons.
 		SwitchButton: key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "switch button")),
 		ArrowButton:  key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "switch button")),
@@ -65,9 +72,16 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Filter, k.ClearFilter, k.SortTTL, k.SortAge, k.SortKey, k.SortHol},
-		{k.Detail, k.Events, k.Audit, k.Release, k.Extend, k.Help, k.Quit},
+		{k.Filter, k.ClearFilter, k.Command, k.SortTTL, k.SortAge, k.SortKey, k.SortHol},
+		{k.Detail, k.CopyKey, k.CopyValue, k.Events, k.Audit, k.Release, k.Extend, k.Help, k.Quit},
 	}
+}
+
+// detailHelp is the footer while the detail view is open.
+func (k keyMap) detailHelp() []key.Binding {
+	scroll := key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓ pgup/pgdn", "scroll"))
+	closeIt := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close"))
+	return []key.Binding{scroll, k.CopyKey, k.CopyValue, k.Release, k.Extend, closeIt, k.Quit}
 }
 
 // dialogHelp is the footer while a dialog is open.

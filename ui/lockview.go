@@ -187,7 +187,7 @@ func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time
 		if l.Format != scanner.FormatNotALock && present.Stuck(&l, now, stuckAfter) {
 			counts.stuck++
 		}
-		if q.filter.match(l.Key, l.Node, l.Trace) {
+		if q.filter.match(&l, now, stuckAfter) {
 			matched++
 			for _, rank := range ranks {
 				rank.Add(&l, rowOf(r))

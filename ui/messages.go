@@ -12,14 +12,21 @@ import (
 // or generation it was started for, so a result that arrives after the state moved on is
 // recognised and dropped instead of overwriting newer state.
 
-// scanMsg is one message of the scanner's Watch stream.
-type scanMsg struct{ update scanner.Update }
+// scanMsg is one message of the scanner's Watch stream of session (`:context` and
+// `:pattern` start new sessions: the messages of older ones are dropped).
+type scanMsg struct {
+	update  scanner.Update
+	session uint64
+}
 
 // scanClosedMsg says the Watch stream ended (the program is shutting down).
 type scanClosedMsg struct{}
 
-// eventMsg is one locklib lifecycle event from the events channel.
-type eventMsg struct{ event protocol.Event }
+// eventMsg is one locklib lifecycle event from the events channel of session.
+type eventMsg struct {
+	event   protocol.Event
+	session uint64
+}
 
 // eventsClosedMsg says the event subscription ended.
 type eventsClosedMsg struct{}

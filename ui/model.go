@@ -90,6 +90,15 @@ type Model struct {
 
 	actionSeq uint64 // ids of admin actions
 	pending   int    // actions in flight
+
+	// The session: the connection and census shown, replaced by `:context` and `:pattern`.
+	command      commandLine
+	switchTo     SwitchFunc
+	noEvents     bool
+	session      uint64             // the session shown; a switch in flight asks for sessionSeq
+	sessionSeq   uint64             // the newest session asked for
+	endSession   context.CancelFunc // stops the shown session's streams
+	closeSession func()             // closes its connection when the console opened it (nil: Run's caller owns it)
 }
 
 func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, eventCh <-chan protocol.Event) *Model {
@@ -132,6 +141,11 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 	}
 	m.setStyles()
 	m.filter = newFilterInput(m.st)
+	m.switchTo, m.noEvents = o.Switch, o.NoEvents
+	m.command = newCommandLine(m.st, o.Contexts)
+	if o.Switch == nil {
+		m.keys.Command.SetEnabled(false)
+	}
 	return m
 }
 
@@ -140,11 +154,12 @@ func (m *Model) setStyles() {
 	m.st = newStyles(m.profile, m.isDark)
 	m.help.Styles = m.st.help
 	m.filter.input.SetStyles(m.st.input)
+	m.command.input.SetStyles(m.st.input)
 }
 
 // Init starts the streams and the countdown.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{waitForScan(m.scanCh), waitForEvent(m.eventCh), tick(), tea.RequestBackgroundColor}
+	cmds := []tea.Cmd{waitForScan(m.scanCh, m.session), waitForEvent(m.eventCh, m.session), tick(), tea.RequestBackgroundColor}
 	if m.demo != nil {
 		cmds = append(cmds, m.demo.Init())
 	}
@@ -183,12 +198,18 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.now = m.clock()
 		return tea.Batch(tick(), m.focusCmd())
 	case scanMsg:
-		return tea.Batch(m.onScan(msg.update), waitForScan(m.scanCh))
+		if msg.session != m.session {
+			return nil // the stream of a session switched away from: its reader ends here
+		}
+		return tea.Batch(m.onScan(msg.update), waitForScan(m.scanCh, m.session))
 	case scanClosedMsg, eventsClosedMsg:
 		return nil
 	case eventMsg:
+		if msg.session != m.session {
+			return nil
+		}
 		m.onEvent(msg.event)
-		return waitForEvent(m.eventCh)
+		return waitForEvent(m.eventCh, m.session)
 	case viewBuiltMsg:
 		return m.onViewBuilt(msg)
 	case viewPartialMsg:
@@ -205,6 +226,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case auditLoadedMsg:
 		m.onAuditLoaded(msg)
 		return nil
+	case valueSizeMsg:
+		m.onValueSize(msg)
+		return nil
+	case sessionMsg:
+		return m.onSession(msg)
 	case tea.KeyPressMsg:
 		return m.onKey(msg)
 	case tea.PasteMsg:

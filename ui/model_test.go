@@ -88,9 +88,9 @@ func TestSortKeys(t *testing.T) {
 		key  string
 		want []string
 	}{
-		// Soonest deadline first, never-expiring last (by key among them).
-		{"T", []string{"lock:pay:55", "lock:order:1001", "lock:inv:9", "lock:cart:7", "lock:queue"}},
-		{"T", []string{"lock:queue", "lock:cart:7", "lock:inv:9", "lock:order:1001", "lock:pay:55"}},
+		// Never-expiring first (by key among them), then the soonest deadline.
+		{"T", []string{"lock:cart:7", "lock:queue", "lock:pay:55", "lock:order:1001", "lock:inv:9"}},
+		{"T", []string{"lock:inv:9", "lock:order:1001", "lock:pay:55", "lock:queue", "lock:cart:7"}},
 		// Oldest first, unknown acquisition time last.
 		{"A", []string{"lock:cart:7", "lock:order:1001", "lock:inv:9", "lock:pay:55", "lock:queue"}},
 		// Holder node, unknown last (by key among them), as in `ls --sort holder`.

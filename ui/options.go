@@ -46,6 +46,27 @@ type Options struct {
 	NoEvents bool
 	// Now is the clock (tests freeze it); nil means time.Now.
 	Now func() time.Time
+	// Contexts are the named connections `:context` completes and accepts.
+	Contexts []string
+	// Switch opens the sessions of `:context NAME` (pattern "") and `:pattern GLOB` (name ""):
+	// connecting is the caller's (package connect's) business. Nil disables the `:` line.
+	Switch SwitchFunc
+}
+
+// SwitchFunc opens a session on the named connection ("" : the current one) under pattern
+// ("" : the connection's own). It runs in a command, off the update loop.
+type SwitchFunc func(ctx context.Context, name, pattern string) (Session, error)
+
+// Session is a connection and its census, as `:context` and `:pattern` switch to them.
+type Session struct {
+	Target   connect.Target
+	Scanner  Watcher
+	Admin    *actions.Admin // nil disables the actions and the audit trail
+	ReadOnly bool
+	// Label names it in the status bar and the event log ("context prod, lock:*").
+	Label string
+	// Close releases its connection; the console calls it when it switches away or ends.
+	Close func()
 }
 
 // Run opens the console on the terminal and returns when the user quits or ctx ends.
@@ -56,13 +77,20 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	follower := o.Scanner.Follow(ctx)
+	sctx, endFirst := context.WithCancel(ctx)
+	follower := o.Scanner.Follow(sctx)
 	var events <-chan protocol.Event
 	if !o.NoEvents {
-		events = subscribeEvents(ctx, o.Target.Clients)
+		events = subscribeEvents(sctx, o.Target.Clients)
 	}
 	m := newModel(ctx, o, follower.Updates(), events)
-	m.focus = follower.Focus
+	m.focus, m.endSession = follower.Focus, endFirst
+	defer func() { // the caller closes o.Target; the console, what it switched to
+		if m.closeSession != nil {
+			m.endSession()
+			m.closeSession()
+		}
+	}()
 	// lipgloss detected the terminal's colours for stdout when it loaded; Bubble Tea would
 	// detect them again, which inside tmux runs `tmux info` once more before the first frame.
 	_, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithColorProfile(lipgloss.Writer.Profile)).Run()

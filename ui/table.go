@@ -171,31 +171,39 @@ func layoutColumns(width int, vis []*scanner.Lock) tableColumns {
 	case !showHolder:
 		c.key = f
 	case !showTrace:
-		c.holder = holder
-		c.key = f - 1 - holder
-		c.holder += c.giveBack(wantKey, wantHolder-c.holder)
+		avail := f - 1
+		c.holder = holderWidth(avail, wantKey, wantHolder, 0)
+		c.key = avail - c.holder
 	default:
-		c.holder, c.trace = holder, trace
-		c.key = f - 2 - holder - trace
-		c.holder += c.giveBack(wantKey, wantHolder-c.holder)
-		c.trace += c.giveBack(wantKey, wantTrace-c.trace)
+		// The width policy: KEY gets its share (or its longest value), HOLDER what it wants
+		// of the rest, TRACE what is left after that; all that nobody wants goes to KEY.
+		avail := f - 2
+		c.holder = holderWidth(avail, wantKey, wantHolder, trace)
+		c.trace = max(min(wantTrace, avail-keyShare(avail, wantKey)-c.holder), trace)
+		c.key = avail - c.holder - c.trace
 	}
 	return c
 }
 
+// keySharePercent is the most of the flexible columns' width KEY takes while HOLDER or TRACE
+// want more: long keys do not push the holder, what an on-call engineer looks for, off the
+// screen.
+const keySharePercent = 40
+
+// keyShare is KEY's width before the other flexible columns have theirs: its longest value,
+// at most keySharePercent of avail, at least minKey.
+func keyShare(avail, wantKey int) int {
+	return min(wantKey, max(avail*keySharePercent/100, minKey))
+}
+
+// holderWidth is HOLDER's width out of avail: what its longest value wants of what KEY's
+// share and TRACE's reserve leave, at least its minimum.
+func holderWidth(avail, wantKey, wantHolder, traceReserve int) int {
+	return max(min(wantHolder, avail-keyShare(avail, wantKey)-traceReserve), min(wantHolder, minHolder))
+}
+
 // maxKeyGoal is the key width the layout protects before it keeps optional columns.
 const maxKeyGoal = 28
-
-// giveBack moves key width above wantKey to another column that wants up to more cells and
-// returns how many it moved.
-func (c *tableColumns) giveBack(wantKey, more int) int {
-	spare := min(c.key-wantKey, more)
-	if spare <= 0 {
-		return 0
-	}
-	c.key -= spare
-	return spare
-}
 
 // fixedWidth is the width of the fixed columns shown, separators included.
 func (c tableColumns) fixedWidth() int {

@@ -3,6 +3,7 @@ package ui
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/present/presenttest"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -29,22 +31,68 @@ func TestMatcherGlob(t *testing.T) {
 		{"*order*", "lock:ORDER:1", false}, // globs are case-sensitive, like SCAN MATCH
 	}
 	for _, c := range cases {
-		if got := newMatcher(c.filter).match(c.key, "", ""); got != c.want {
+		if got := matches(c.filter, scanner.Lock{Key: c.key}); got != c.want {
 			t.Errorf("filter %q on %q = %v, want %v", c.filter, c.key, got, c.want)
 		}
 	}
 }
 
+// matches applies filter to l at t0 with the default --stuck-after.
+func matches(filter string, l scanner.Lock) bool {
+	return newMatcher(filter).match(&l, t0, present.DefaultStuckAfter)
+}
+
 func TestMatcherSubstringIsCaseInsensitive(t *testing.T) {
-	m := newMatcher("Order")
-	if !m.match("lock:ORDER:1", "", "") || !m.match("x", "order-svc", "") || !m.match("x", "", "my-order") {
+	if !matches("Order", scanner.Lock{Key: "lock:ORDER:1"}) || !matches("Order", scanner.Lock{Key: "x", Node: "order-svc"}) ||
+		!matches("Order", scanner.Lock{Key: "x", Trace: "my-order"}) {
 		t.Fatal("case-insensitive substring on key, node and trace")
 	}
-	if m.match("lock:cart", "api", "req") {
+	if matches("Order", scanner.Lock{Key: "lock:cart", Node: "api", Trace: "req"}) {
 		t.Fatal("matched unrelated text")
 	}
-	if !newMatcher("é").match("lock:café", "", "") {
+	if !matches("é", scanner.Lock{Key: "lock:café"}) {
 		t.Fatal("non-ASCII substring")
+	}
+}
+
+// TestMatcherByMeaning: format:, holder:, meta: and is: words, negation, and every word
+// must match.
+func TestMatcherByMeaning(t *testing.T) {
+	bsm := scanner.Lock{Key: "lock:bsm", Format: scanner.FormatBSM, Value: "abcdefghijklmnopqrstuvjob=42", TTL: time.Minute, FetchedAt: t0}
+	stuck := scanner.Lock{Key: "lock:old", Format: scanner.FormatLockscope, Node: "host-1", AcquiredAt: t0.Add(-time.Hour), NoExpiry: true, FetchedAt: t0}
+	queued := scanner.Lock{Key: "lock:q", Format: scanner.FormatRedisson, Node: "8f0c2a56-4b1e-4c7e-9d3a-1b2c3d4e5f60:1", HasWaiters: true, Waiters: 2, TTL: time.Minute, FetchedAt: t0}
+	cases := []struct {
+		filter string
+		want   []string
+	}{
+		{"format:redisson", []string{"lock:q"}},
+		{"format:RED", []string{"lock:q"}},
+		{"-format:redisson", []string{"lock:bsm", "lock:old"}},
+		{"holder:host-1", []string{"lock:old"}},
+		{"holder:-", []string{"lock:bsm"}},
+		{"meta:job=42", []string{"lock:bsm"}},
+		{"meta:", []string{"lock:bsm"}},
+		{"is:stuck", []string{"lock:old"}},
+		{"is:noexpiry", []string{"lock:old"}},
+		{"is:waiters", []string{"lock:q"}},
+		{"-is:stuck lock:", []string{"lock:bsm", "lock:q"}},
+		{"is:stuck format:bsm", nil},
+		{"lock:* -lock:q", []string{"lock:bsm", "lock:old"}},
+		{"is:bogus", nil},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, l := range []scanner.Lock{bsm, stuck, queued} {
+			if matches(c.filter, l) {
+				got = append(got, l.Key)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("filter %q: %v, want %v", c.filter, got, c.want)
+		}
+	}
+	if p := newMatcher("is:bogus").problem; !strings.Contains(p, "is:stuck") {
+		t.Errorf("an unknown flag does not name the flags: %q", p)
 	}
 }
 
@@ -251,5 +299,20 @@ func TestTableShowsARemovedKeyAsGone(t *testing.T) {
 	out := ansi.Strip(tbl.view(v, s.get, 120, viewQuery{}, rc))
 	if !strings.Contains(out, "node-kept") || !strings.Contains(out, "lock:removed") || strings.Contains(out, "node-removed") {
 		t.Fatalf("table:\n%s", out)
+	}
+}
+
+// TestColumnWidthPolicy: long keys take at most their share of a wide screen; the holder gets
+// what it needs of the rest (it took 6 of 200 columns beside a 150-character key).
+func TestColumnWidthPolicy(t *testing.T) {
+	owner := "8743c9c0-0795-4907-87fd-6c719a6b4586:1234567"
+	long := &scanner.Lock{Key: "lock:" + strings.Repeat("k", 150), Node: owner, Trace: "trace-1"}
+	c := layoutColumns(200, []*scanner.Lock{long})
+	if c.holder != len(owner) || c.trace != len("trace-1") {
+		t.Errorf("holder %d trace %d, want %d and 7 (key %d)", c.holder, c.trace, len(owner), c.key)
+	}
+	short := &scanner.Lock{Key: "lock:a", Node: owner}
+	if c := layoutColumns(200, []*scanner.Lock{short}); c.holder != len(owner) || c.key < 100 {
+		t.Errorf("a short key leaves the spare width unused: key %d holder %d", c.key, c.holder)
 	}
 }

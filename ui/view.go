@@ -6,39 +6,35 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
 )
 
 // Layout limits.
 const (
-	sideDetailMinWidth = 110 // from this width the detail pane sits beside the table
-	eventPaneMinBody   = 16  // body rows needed before the event log gets a share
-	eventPaneMaxRows   = 10
-	demoPaneMinBody    = 10 // body rows needed before the demo pane gets a share
-	demoPaneMinRows    = 5
-	demoPaneMaxRows    = 16
-	helpMinHeight      = 8
-	tableMinRows       = 5 // the table keeps this many data rows when it lends rows out
-	tableSlack         = 2 // empty rows kept under a short table, so a new lock has room
+	eventPaneMinBody = 16 // body rows needed before the event log gets a share
+	eventPaneMaxRows = 10
+	demoPaneMinBody  = 10 // body rows needed before the demo pane gets a share
+	demoPaneMinRows  = 5
+	demoPaneMaxRows  = 16
+	helpMinHeight    = 8
+	tableMinRows     = 5 // the table keeps this many data rows when it lends rows out
+	tableSlack       = 2 // empty rows kept under a short table, so a new lock has room
 )
 
 // layoutInfo is where everything goes at the current size. View draws from it and the mouse
 // handler maps clicks with it, so both always agree.
 type layoutInfo struct {
-	bannerRows  int
-	tableTop    int  // screen row of the table header
-	tableShown  bool // false when the detail pane or audit view has the body
-	tableWidth  int
-	tableRows   int // data rows visible
-	bodyRows    int // rows of the table/detail/audit area, header included
-	detailSide  bool
-	detailWidth int
-	eventRows   int // rows of the event-log pane, border included; 0 when hidden
-	demoRows    int // rows of the demo pane, border included; 0 without a demo
-	filterLine  bool
-	noticeLine  bool
-	helpLine    bool
+	bannerRows int
+	tableTop   int  // screen row of the table header
+	tableShown bool // false when the detail view or audit view has the body
+	tableWidth int
+	tableRows  int // data rows visible
+	bodyRows   int // rows of the table/detail/audit area, header included
+	eventRows  int // rows of the event-log pane, border included; 0 when hidden
+	demoRows   int // rows of the demo pane, border included; 0 without a demo
+	filterLine bool
+	noticeLine bool
+	helpLine   bool
 }
 
 func (m *Model) layout() layoutInfo {
@@ -48,7 +44,7 @@ func (m *Model) layout() layoutInfo {
 		l.bannerRows = 1
 	}
 	top := 1 + l.bannerRows
-	l.filterLine = m.filter.active || m.filter.value() != ""
+	l.filterLine = m.filter.active || m.filter.value() != "" || m.command.active
 	l.noticeLine = m.noticeVisible()
 	l.helpLine = h >= helpMinHeight
 	footer := func() int { return btoi(l.filterLine) + btoi(l.noticeLine) + btoi(l.helpLine) }
@@ -60,32 +56,24 @@ func (m *Model) layout() layoutInfo {
 		l.noticeLine = false
 	}
 	body := max(h-top-footer(), 0)
-	if m.demo != nil && !m.audit.open && body >= demoPaneMinBody {
+	// The detail and audit views take the whole body: every field of a lock has the width.
+	fullBody := m.audit.open || m.detail.open
+	if m.demo != nil && !fullBody && body >= demoPaneMinBody {
 		l.demoRows = min(max(body*2/5, demoPaneMinRows), demoPaneMaxRows)
 		body -= l.demoRows
 	}
-	if m.events.open && !m.audit.open && body >= eventPaneMinBody {
+	if m.events.open && !fullBody && body >= eventPaneMinBody {
 		l.eventRows = min(eventPaneMaxRows, body/3)
 		body -= l.eventRows
 	}
 	l.bodyRows = body
 	l.tableTop = top
 	l.tableWidth = w
-	l.tableShown = !m.audit.open
-	if m.detail.open && !m.audit.open {
-		if w >= sideDetailMinWidth {
-			l.detailSide = true
-			l.detailWidth = min(max(w*2/5, 44), 80)
-			l.tableWidth = w - l.detailWidth - 1 // one column of air before the pane
-		} else {
-			l.tableShown = false
-		}
-	}
+	l.tableShown = !fullBody
 	if l.tableShown {
 		l.tableRows = max(body-1, 0)
-		// Rows the table does not need (a short census) go to the event log's history, unless
-		// the detail pane beside the table uses the body's height.
-		if need := max(m.view.len()+tableSlack, tableMinRows); l.eventRows > 0 && !l.detailSide && l.tableRows > need {
+		// Rows the table does not need (a short census) go to the event log's history.
+		if need := max(m.view.len()+tableSlack, tableMinRows); l.eventRows > 0 && l.tableRows > need {
 			grow := min(l.tableRows-need, 2*eventPaneMaxRows-l.eventRows)
 			l.eventRows += grow
 			l.bodyRows -= grow
@@ -133,7 +121,10 @@ func (m *Model) render() string {
 	if lay.eventRows > 0 {
 		parts = append(parts, paneBox("events", m.events.view(w-2, lay.eventRows-2, st), w, lay.eventRows, st))
 	}
-	if lay.filterLine {
+	switch {
+	case lay.filterLine && m.command.active:
+		parts = append(parts, m.command.view(w, st))
+	case lay.filterLine:
 		parts = append(parts, m.filter.view(w, st))
 	}
 	if lay.noticeLine {
@@ -141,8 +132,11 @@ func (m *Model) render() string {
 	}
 	if lay.helpLine {
 		bindings := m.keys.ShortHelp()
-		if m.dialog != nil {
+		switch {
+		case m.dialog != nil:
 			bindings = m.keys.dialogHelp()
+		case m.detail.open:
+			bindings = m.keys.detailHelp()
 		}
 		parts = append(parts, fitLine(m.help.ShortHelpView(bindings), w))
 	}
@@ -156,13 +150,13 @@ func (m *Model) render() string {
 			groups = append(groups, m.demo.keys.Bindings())
 		}
 		box := st.dialog.Render(st.dialogTitle.Render("Keys") + "\n\n" + m.help.FullHelpView(groups) +
-			"\n\n" + st.dim.Render("any key closes"))
+			"\n\n" + filterHelp + "\n\n" + st.dim.Render("any key closes"))
 		screen = overlay(screen, clipBlock(box, w, h), w, h)
 	}
 	return screen
 }
 
-// bodyView is the table, the detail pane (beside it or instead of it) or the audit view.
+// bodyView is the table, the detail view or the audit view.
 func (m *Model) bodyView(lay layoutInfo) string {
 	w, h := m.width, lay.bodyRows
 	if h <= 0 {
@@ -171,25 +165,12 @@ func (m *Model) bodyView(lay layoutInfo) string {
 	if m.audit.open {
 		return m.audit.view(w, h, m.redact, m.st)
 	}
+	if m.detail.open {
+		return paneBox("details", m.detail.view(m.detailLines(w-2), w-2, h-2, m.st), w, h, m.st)
+	}
 	late, _ := m.status.late(m.now)
 	rc := rowContext{now: m.now, clocks: m.status.clocks, late: late, stuckAfter: m.stuckAfter, waiters: m.waiters, span: m.locks.span, st: m.st}
-	var detail string
-	if m.detail.open {
-		dw := w
-		if lay.detailSide {
-			dw = lay.detailWidth
-		}
-		content := m.detail.view(m.selected(), dw-2, h-2, m.now, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
-		detail = paneBox("details", content, dw, h, m.st)
-		if !lay.detailSide {
-			return detail
-		}
-	}
-	tbl := m.tableView(lay, rc)
-	if !lay.detailSide {
-		return tbl
-	}
-	return joinColumns(tbl, lay.tableWidth+1, detail, h)
+	return m.tableView(lay, rc)
 }
 
 func (m *Model) tableView(lay layoutInfo, rc rowContext) string {
@@ -222,25 +203,6 @@ func (m *Model) noticeView(w int) string {
 		return fitLine(m.st.noticeBad.Render(text), w)
 	}
 	return fitLine(m.st.notice.Render(text), w)
-}
-
-// joinColumns puts right (a block of height lines) beside left, whose lines are padded or cut
-// to leftWidth.
-func joinColumns(left string, leftWidth int, right string, height int) string {
-	l := strings.Split(left, "\n")
-	r := strings.Split(right, "\n")
-	out := make([]string, height)
-	for i := range out {
-		var a, b string
-		if i < len(l) {
-			a = l[i]
-		}
-		if i < len(r) {
-			b = r[i]
-		}
-		out[i] = padRight(a, leftWidth) + b
-	}
-	return strings.Join(out, "\n")
 }
 
 // padRight pads or cuts a styled line to exactly width cells.

@@ -64,7 +64,7 @@ func TestGoldenReleaseDialog60x15(t *testing.T) {
 	golden.RequireEqual(t, m.View().Content)
 }
 
-func TestGoldenDetailSide140x30(t *testing.T) {
+func TestGoldenDetailFull140x30(t *testing.T) {
 	m, _ := newTestModel(t, 140, 30)
 	selectKey(t, m, "lock:order:1001")
 	typeKeys(m, "enter")

@@ -53,7 +53,7 @@ var Want = map[string]Row{
 // Orders are the keys in each sort order, ascending.
 var Orders = map[present.Sort][]string{
 	present.SortByKey:    {"lock:a", "lock:b", "lock:c", "lock:d"},
-	present.SortByTTL:    {"lock:a", "lock:c", "lock:d", "lock:b"},
+	present.SortByTTL:    {"lock:b", "lock:a", "lock:c", "lock:d"}, // without expiry first
 	present.SortByAge:    {"lock:b", "lock:d", "lock:a", "lock:c"},
 	present.SortByHolder: {"lock:b", "lock:a", "lock:d", "lock:c"},
 }

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockscope/lockscope/config"
+	"github.com/lockscope/lockscope/scanner"
+	"github.com/lockscope/lockscope/ui"
+)
+
+// flagContext names a connection of the config file (package config).
+const flagContext = "context"
+
+// contextEnv is the environment the commands read: the process's, with the password of the
+// --context connection as $LOCKSCOPE_PASSWORD once apply has fetched it, so that it reaches
+// connect.Config.Password (and its redaction) like any password of the environment.
+type contextEnv struct {
+	base     func(string) string
+	password string
+	fetched  bool
+}
+
+func (e *contextEnv) getenv(name string) string {
+	if name == envPassword && e.fetched {
+		return e.password
+	}
+	return e.base(name)
+}
+
+// addContextFlag registers --context on root (persistent: every command takes it).
+func addContextFlag(root *cobra.Command) {
+	root.PersistentFlags().String(flagContext, "", "use the named connection of the config file "+
+		"($XDG_CONFIG_HOME/lockscope/config.yaml; `lockscope contexts` lists them); flags given as well win")
+}
+
+// apply fills the connection flags the command line did not give from --context's
+// connection (the root's PersistentPreRunE, before any command reads them).
+func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
+	name, _ := cmd.Flags().GetString(flagContext)
+	if name == "" {
+		return nil
+	}
+	file, err := config.Load(e.base)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	c, err := file.Get(name)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	f := cmd.Flags()
+	set := func(flag, value string) {
+		if !f.Changed(flag) {
+			_ = f.Set(flag, value) // the values are of the flags' types: no parse error
+		}
+	}
+	if !f.Changed(flagRedis) {
+		for _, u := range c.URLs {
+			_ = f.Set(flagRedis, u)
+		}
+	}
+	if c.ResolvedMode() == config.ModeCluster {
+		set(flagCluster, "true")
+	}
+	if c.Pattern != "" {
+		set(flagPattern, c.Pattern)
+	}
+	if c.ReadOnly {
+		set(flagReadOnly, "true")
+	}
+	if c.TLSCA != "" {
+		set(flagTLSCA, c.TLSCA)
+	}
+	if c.TLSInsecure {
+		set(flagTLSInsecure, "true")
+	}
+	pw, err := c.FetchPassword(cmd.Context(), e.base)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	if pw != "" {
+		e.password, e.fetched = pw, true
+	}
+	return nil
+}
+
+// newContextsCmd is `lockscope contexts`: the connections of the config file.
+func newContextsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "contexts",
+		Short: "List the named connections of the config file (use one with --context NAME)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			file, err := config.Load(getenv)
+			if err != nil {
+				return withExit(exitUsage, err)
+			}
+			return writeContexts(ios, file)
+		},
+	}
+}
+
+// writeContexts lists file's contexts, one a line, in aligned columns.
+func writeContexts(ios IOStreams, file *config.File) error {
+	if len(file.Contexts) == 0 {
+		return printf(ios.Out, "no contexts in %s (docs/cli.md, Contexts)\n", file.Path)
+	}
+	rows := [][]string{{"NAME", "MODE", "REDIS", "PATTERN", "READ-ONLY", "PASSWORD"}}
+	for _, name := range file.Names() {
+		c := file.Contexts[name]
+		readOnly := "no"
+		if c.ReadOnly {
+			readOnly = "yes"
+		}
+		rows = append(rows, []string{name, c.ResolvedMode(), strings.Join(c.URLs, ","), patternOrDefault(c.Pattern), readOnly, c.PasswordSource()})
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, cell := range r {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for _, r := range rows {
+		line := ""
+		for i, cell := range r {
+			if i < len(r)-1 {
+				cell += strings.Repeat(" ", widths[i]-len(cell)+2)
+			}
+			line += cell
+		}
+		if err := printf(ios.Out, "%s\n", line); err != nil {
+			return err
+		}
+	}
+	return printf(ios.Out, "(%s)\n", file.Path)
+}
+
+// patternOrDefault is a context's pattern, or "-" when it leaves --pattern's default.
+func patternOrDefault(pattern string) string {
+	if pattern == "" {
+		return "-"
+	}
+	return pattern
+}
+
+// contextConnection is the connection `lockscope --context name` has, read from the config
+// file with the environment getenv (the process's: not another context's password).
+func contextConnection(ctx context.Context, name string, getenv func(string) string) (connection, error) {
+	cmd := &cobra.Command{Use: "lockscope"}
+	addConnectionFlags(cmd)
+	addContextFlag(cmd)
+	cmd.SetContext(ctx)
+	if err := cmd.ParseFlags([]string{"--" + flagContext, name}); err != nil {
+		return connection{}, err
+	}
+	env := &contextEnv{base: getenv}
+	if err := env.apply(cmd, nil); err != nil {
+		return connection{}, err
+	}
+	return connectionFlags(cmd, env.getenv), nil
+}
+
+// consoleSwitch is the console's `:context NAME` and `:pattern GLOB`: a new connection as
+// `--context NAME` gives it (or the current one's settings under another pattern), keeping
+// the console's own --read-only (a context may add it, never remove it), --stuck-after and
+// --operator.
+func consoleSwitch(first connection, firstLabel string, getenv func(string) string, scanBudget float64) ui.SwitchFunc {
+	var mu sync.Mutex
+	cur, curName := first, firstLabel
+	return func(ctx context.Context, name, pattern string) (ui.Session, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		conn, label := cur, curName
+		if name != "" {
+			c, err := contextConnection(ctx, name, getenv)
+			if err != nil {
+				return ui.Session{}, err
+			}
+			c.ReadOnly = c.ReadOnly || first.ReadOnly
+			c.StuckAfter, c.Operator = first.StuckAfter, first.Operator
+			conn, label = c, "context "+name
+		}
+		if pattern != "" {
+			conn.Pattern = pattern
+		}
+		t, err := conn.open(ctx, io.Discard) // instances down show in the console's status bar
+		if err != nil {
+			return ui.Session{}, err
+		}
+		cur, curName = conn, label
+		return ui.Session{
+			Target:   t,
+			Scanner:  scanner.New(t, scanner.Options{Pattern: conn.Pattern, ScanBudget: scanBudget}),
+			Admin:    conn.admin(t),
+			ReadOnly: conn.ReadOnly,
+			Label:    strings.TrimPrefix(label+", ", ", ") + patternOrDefault(conn.Pattern),
+			Close:    t.Close,
+		}, nil
+	}
+}

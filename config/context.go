@@ -1,0 +1,228 @@
+// Package config reads lockscope's named connections ("contexts", as kubectl and k9s call
+// them) from $XDG_CONFIG_HOME/lockscope/config.yaml (else ~/.config/lockscope/config.yaml,
+// or the file $LOCKSCOPE_CONFIG names):
+//
+//	contexts:
+//	  prod:
+//	    redis: [rediss://10.0.0.1:6379, rediss://10.0.0.2:6379]
+//	    mode: cluster          # standalone (one URL), cluster, redlock (several URLs)
+//	    pattern: "lock:*"
+//	    read_only: true
+//	    tls_ca: /etc/ssl/redis-ca.pem
+//	    tls_insecure: false
+//	    password_env: PROD_REDIS_PASSWORD   # or
+//	    password_cmd: pass show redis/prod  # run with sh -c, its first line is the password
+//
+// A password is never stored in the file: a `password` field, or a password in a URL, is
+// refused. The package only reads and checks the file and fetches the password; connecting
+// stays with package connect, which takes the context's fields as a connect.Config.
+package config
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Modes a context may name.
+const (
+	ModeStandalone = "standalone"
+	ModeCluster    = "cluster"
+	ModeRedlock    = "redlock"
+)
+
+// EnvConfig names another config file than the XDG one.
+const EnvConfig = "LOCKSCOPE_CONFIG"
+
+// Context is one named connection.
+type Context struct {
+	Name        string   `yaml:"-"`
+	URLs        []string `yaml:"redis"`
+	Mode        string   `yaml:"mode"` // "" is standalone for one URL, redlock for several
+	Pattern     string   `yaml:"pattern"`
+	ReadOnly    bool     `yaml:"read_only"`
+	TLSCA       string   `yaml:"tls_ca"`
+	TLSInsecure bool     `yaml:"tls_insecure"`
+	PasswordEnv string   `yaml:"password_env"`
+	PasswordCmd string   `yaml:"password_cmd"`
+	// Password is only declared to refuse it with a clear message.
+	Password string `yaml:"password"`
+}
+
+// File is a parsed config file.
+type File struct {
+	Path     string
+	Contexts map[string]Context
+}
+
+// Path is where the config file is: $LOCKSCOPE_CONFIG, else $XDG_CONFIG_HOME/lockscope/
+// config.yaml, else ~/.config/lockscope/config.yaml.
+func Path(getenv func(string) string) (string, error) {
+	if p := getenv(EnvConfig); p != "" {
+		return p, nil
+	}
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return "", errors.New("no config directory: set $XDG_CONFIG_HOME or $HOME")
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "lockscope", "config.yaml"), nil
+}
+
+// Load reads and checks the config file (a missing file is an empty one).
+func Load(getenv func(string) string) (*File, error) {
+	path, err := Path(getenv)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Path: path, Contexts: map[string]Context{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Contexts map[string]Context `yaml:"contexts"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for name, c := range doc.Contexts {
+		c.Name = name
+		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("%s: context %s: %w", path, name, err)
+		}
+		f.Contexts[name] = c
+	}
+	return f, nil
+}
+
+// check refuses a context that stores a password or does not say where to connect.
+func (c Context) check() error {
+	if c.Password != "" {
+		return errors.New("a password in clear is refused: use password_env or password_cmd")
+	}
+	if c.PasswordEnv != "" && c.PasswordCmd != "" {
+		return errors.New("password_env and password_cmd: give one")
+	}
+	if len(c.URLs) == 0 {
+		return errors.New("no redis URL")
+	}
+	for _, raw := range c.URLs {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				return errors.New("a password in a redis URL is refused: use password_env or password_cmd")
+			}
+		}
+	}
+	switch c.Mode {
+	case "", ModeRedlock, ModeCluster:
+	case ModeStandalone:
+		if len(c.URLs) != 1 {
+			return fmt.Errorf("mode standalone takes one redis URL, not %d", len(c.URLs))
+		}
+	default:
+		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeStandalone, ModeCluster, ModeRedlock)
+	}
+	if c.Mode == ModeRedlock && len(c.URLs) < 2 {
+		return errors.New("mode redlock takes several redis URLs")
+	}
+	return nil
+}
+
+// Names are the contexts' names, sorted.
+func (f *File) Names() []string {
+	names := make([]string, 0, len(f.Contexts))
+	for name := range f.Contexts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Get is the context called name.
+func (f *File) Get(name string) (Context, error) {
+	c, ok := f.Contexts[name]
+	if !ok {
+		known := "none is defined"
+		if len(f.Contexts) > 0 {
+			known = "known: " + strings.Join(f.Names(), ", ")
+		}
+		return Context{}, fmt.Errorf("no context %q in %s (%s)", name, f.Path, known)
+	}
+	return c, nil
+}
+
+// ResolvedMode is the context's mode, with the default for its URL count.
+func (c Context) ResolvedMode() string {
+	switch {
+	case c.Mode != "":
+		return c.Mode
+	case len(c.URLs) > 1:
+		return ModeRedlock
+	}
+	return ModeStandalone
+}
+
+// PasswordSource says where the password comes from, for listings ("env PROD_PW", "cmd",
+// "-"); it never contains the password.
+func (c Context) PasswordSource() string {
+	switch {
+	case c.PasswordEnv != "":
+		return "env " + c.PasswordEnv
+	case c.PasswordCmd != "":
+		return "cmd"
+	}
+	return "-"
+}
+
+// passwordCmdTimeout bounds password_cmd (a password manager may ask for a touch).
+const passwordCmdTimeout = 30 * time.Second
+
+// FetchPassword is the context's password: the variable password_env names, or the first
+// line password_cmd prints; "" when the context has neither.
+func (c Context) FetchPassword(ctx context.Context, getenv func(string) string) (string, error) {
+	switch {
+	case c.PasswordEnv != "":
+		pw := getenv(c.PasswordEnv)
+		if pw == "" {
+			return "", fmt.Errorf("context %s: $%s (password_env) is empty", c.Name, c.PasswordEnv)
+		}
+		return pw, nil
+	case c.PasswordCmd != "":
+		ctx, cancel := context.WithTimeout(ctx, passwordCmdTimeout)
+		defer cancel()
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "sh", "-c", c.PasswordCmd)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			// The command's own words, not its output: that would be the password.
+			return "", fmt.Errorf("context %s: password_cmd failed: %v %s", c.Name, err, strings.TrimSpace(stderr.String()))
+		}
+		pw, _, _ := strings.Cut(string(out), "\n")
+		if pw = strings.TrimRight(pw, "\r"); pw == "" {
+			return "", fmt.Errorf("context %s: password_cmd printed no password", c.Name)
+		}
+		return pw, nil
+	}
+	return "", nil
+}

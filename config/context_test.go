@@ -1,0 +1,64 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// load writes yaml as the config file of a fresh XDG directory and loads it.
+func load(t *testing.T, yaml string) (*File, error) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "lockscope"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lockscope", "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Load(func(k string) string { return map[string]string{"XDG_CONFIG_HOME": dir}[k] })
+}
+
+func TestLoadRefusesWhatItCannotUseSafely(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    password: x\n":                   "a password in clear is refused",
+		"contexts:\n  a:\n    redis: [redis://u:pw@h:1]\n":                               "a password in a redis URL is refused",
+		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n    mode: standalone\n": "mode standalone takes one redis URL",
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    mode: sentinel\n":                `mode "sentinel"`,
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    pattrn: x\n":                     "field pattrn not found",
+		"contexts:\n  a:\n    mode: cluster\n":                                           "no redis URL",
+	} {
+		_, err := load(t, yaml)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", yaml, err, want)
+		}
+	}
+}
+
+func TestContextDefaultsAndPassword(t *testing.T) {
+	f, err := load(t, "contexts:\n  one:\n    redis: [redis://h:1]\n  set:\n    redis: [redis://h:1, redis://h:2, redis://h:3]\n"+
+		"    password_cmd: printf 'pw-from-cmd\\nrest'\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.Names(), ","); got != "one,set" {
+		t.Fatalf("names %q", got)
+	}
+	one, _ := f.Get("one")
+	set, _ := f.Get("set")
+	if one.ResolvedMode() != ModeStandalone || set.ResolvedMode() != ModeRedlock {
+		t.Errorf("modes %q %q", one.ResolvedMode(), set.ResolvedMode())
+	}
+	if pw, err := set.FetchPassword(context.Background(), func(string) string { return "" }); err != nil || pw != "pw-from-cmd" {
+		t.Errorf("password_cmd: %q %v", pw, err)
+	}
+	if _, err := f.Get("two"); err == nil || !strings.Contains(err.Error(), "known: one, set") {
+		t.Errorf("unknown context: %v", err)
+	}
+	missing, err := Load(func(k string) string { return map[string]string{"XDG_CONFIG_HOME": t.TempDir()}[k] })
+	if err != nil || len(missing.Contexts) != 0 {
+		t.Errorf("a missing file is not an empty one: %v", err)
+	}
+}
