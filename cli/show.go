@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
@@ -30,7 +34,11 @@ func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Short: "Show one lock in full: holder, TTL, fence, raw and decoded value, every instance",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Conn, opts.Key = connectionFlags(cmd, getenv), args[0]
+			key, err := printedArg("KEY", args[0])
+			if err != nil {
+				return err
+			}
+			opts.Conn, opts.Key = connectionFlags(cmd, getenv), key
 			return runShow(cmd.Context(), opts)
 		},
 	}
@@ -44,9 +52,14 @@ func runShow(ctx context.Context, opts *showOptions) error {
 		return err
 	}
 	defer t.Close()
+	key := present.Escape(opts.Key)
 	l, err := opts.Conn.scanner(t).Get(ctx, opts.Key)
+	down := downInstances(ctx, t, &l)
 	if errors.Is(err, scanner.ErrGone) {
-		return withExit(exitGone, fmt.Errorf("%s does not exist", opts.Key))
+		if len(down) > 0 {
+			return withExit(exitGone, fmt.Errorf("%s does not exist on the instances that answered; could not read %s", key, downAddrs(down)))
+		}
+		return withExit(exitGone, fmt.Errorf("%s does not exist", key))
 	}
 	if err != nil {
 		return describeError(t, err)
@@ -54,15 +67,57 @@ func runShow(ctx context.Context, opts *showOptions) error {
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(toShowJSON(&l))
+		err = enc.Encode(toShowJSON(&l, down))
+	} else {
+		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, down)
 	}
-	return writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter)
+	if err == nil && len(down) > 0 { // as ls: the output is whole only where the exit code says so
+		return withExit(exitPartial, fmt.Errorf("partial: could not read %s", downAddrs(down)))
+	}
+	return err
 }
 
-// showJSON is `show --json`: every field of ls --json, plus details.
+// printedArg is a key or value given on the command line in the form lockscope prints it
+// (present.Escape's, docs/cli.md): what ls and show print is taken back verbatim.
+func printedArg(name, arg string) (string, error) {
+	raw, err := present.Unescape(arg)
+	if err != nil {
+		return "", withExit(exitUsage, fmt.Errorf("%s %s: %w", name, arg, err))
+	}
+	return raw, nil
+}
+
+// downInstances maps each instance of l that could not be read to why: its server's answer
+// to a ping now, redacted (the census keeps only the fact that the read failed).
+func downInstances(ctx context.Context, t connect.Target, l *scanner.Lock) map[string]string {
+	down := map[string]string{}
+	for _, in := range l.PerInstance() {
+		if !in.Missing {
+			continue
+		}
+		down[in.Addr] = "could not be read"
+		for i, addr := range t.Addrs {
+			if addr == in.Addr && i < len(t.Clients) {
+				if err := t.Clients[i].Ping(ctx).Err(); err != nil {
+					down[in.Addr] = t.Redact(t.Classify(err).Error())
+				}
+			}
+		}
+	}
+	return down
+}
+
+// downAddrs lists the instances of down in order.
+func downAddrs(down map[string]string) string {
+	return strings.Join(slices.Sorted(maps.Keys(down)), ", ")
+}
+
+// showJSON is `show --json`: every field of ls --json, plus details. Its instances say more
+// than ls's (the shallower field wins in encoding/json).
 type showJSON struct {
 	lockJSON
-	Type      string         `json:"type"`
+	Instances []showInstanceJSON `json:"instances"`
+	Type      string             `json:"type"`
 	Truncated bool           `json:"truncated"`
 	Waiters   *int           `json:"waiters"`
 	Quorum    *quorumJSON    `json:"quorum"`
@@ -76,8 +131,25 @@ type quorumJSON struct {
 	Reached bool `json:"reached"`
 }
 
-func toShowJSON(l *scanner.Lock) showJSON {
+// showInstanceJSON is instanceJSON plus the instance's state: "held" (it holds the key),
+// "absent" (it answered without the key) or "down" (it could not be read; error says why).
+type showInstanceJSON struct {
+	instanceJSON
+	State string  `json:"state"`
+	Error *string `json:"error"`
+}
+
+func toShowJSON(l *scanner.Lock, down map[string]string) showJSON {
 	j := showJSON{lockJSON: toLockJSON(l), Type: l.Type, Truncated: l.Truncated, Decoded: decodedValue(l)}
+	j.Instances = make([]showInstanceJSON, len(j.lockJSON.Instances))
+	for i, in := range j.lockJSON.Instances {
+		j.Instances[i] = showInstanceJSON{instanceJSON: in, State: "absent"}
+		if why, isDown := down[in.Addr]; isDown {
+			j.Instances[i].State, j.Instances[i].Error = "down", &why
+		} else if in.Value != nil {
+			j.Instances[i].State = "held"
+		}
+	}
 	if l.HasWaiters {
 		j.Waiters = &l.Waiters
 	}
@@ -107,17 +179,18 @@ func decodedValue(l *scanner.Lock) map[string]any {
 	case scanner.FormatRedisson:
 		owners := make([]map[string]any, 0, len(l.Owners))
 		for _, o := range l.Owners {
-			owners = append(owners, map[string]any{"id": present.SafeText(o.ID, 0), "count": o.Count})
+			owners = append(owners, map[string]any{"id": present.Escape(o.ID), "count": o.Count})
 		}
 		return map[string]any{"owners": owners}
 	case scanner.FormatBSM:
-		return map[string]any{"token": present.SafeText(l.Token(), 0), "meta": present.SafeText(l.Meta(), 0)}
+		return map[string]any{"token": present.Escape(l.Token()), "meta": present.Escape(l.Meta())}
 	}
 	return nil
 }
 
 // writeShow is show's table. A lock is shown as it was when read (now = FetchedAt).
-func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
+// down names the instances that could not be read, and why (downInstances).
+func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, down map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// value: text as read (escaped here), or a present.Safe part composed by present.Sprintf.
 	row := func(name string, value any) { printf(tw, "%s\t%s\n", name, value) }
@@ -155,7 +228,7 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration) error {
 		if i == 0 {
 			name = "instances"
 		}
-		row(name, instanceText(in))
+		row(name, instanceText(in, down))
 	}
 	return tw.Flush()
 }
@@ -178,10 +251,10 @@ func decodedText(l *scanner.Lock) (present.Safe, bool) {
 	return "", false
 }
 
-func instanceText(in scanner.Instance) present.Safe {
+func instanceText(in scanner.Instance, down map[string]string) present.Safe {
 	switch {
 	case in.Missing:
-		return present.Sprintf("%s  could not be read", in.Addr)
+		return present.Sprintf("%s  down: %s", in.Addr, down[in.Addr])
 	case !in.Present:
 		return present.Sprintf("%s  (no key)", in.Addr)
 	}
