@@ -16,6 +16,6 @@ func newExtendCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 			"Exit codes: 0 extended, 2 would shorten, 4 changed hands or differs from --expect (nothing changed), 5 already gone.",
 	}, opts, getenv)
 	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "the new TTL, e.g. 30s (required)")
-	cmd.Flags().BoolVar(&opts.AllowShorten, "allow-shorten", false, "also set a TTL below the one the lock has left, or on a lock without expiry")
+	cmd.Flags().BoolVar(&opts.Shorten, "allow-shorten", false, "also set a TTL below the one the lock has left, or on a lock without expiry")
 	return cmd
 }

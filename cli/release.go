@@ -55,9 +55,9 @@ type actionOptions struct {
 	ExpectGiven bool // --expect was given (even empty): no read, no prompt
 	Yes         bool
 	Reason      string
-	TTL          time.Duration // extend
-	AllowShorten bool          // extend: --allow-shorten, a TTL below the one left is meant
-	JSON         bool
+	TTL         time.Duration // extend
+	Shorten     bool          // extend: --allow-shorten, a TTL below the one left is meant
+	JSON        bool
 }
 
 // fill takes the connection flags, the key and --expect from the command line; the key and
@@ -99,7 +99,7 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 
 	var res actions.Result
 	switch {
-	case opts.Action == actions.ActionExtend && opts.AllowShorten:
+	case opts.Action == actions.ActionExtend && opts.Shorten:
 		res, err = admin.ExtendAllowingShorten(ctx, opts.Key, expect, opts.TTL, opts.Reason)
 	case opts.Action == actions.ActionExtend:
 		res, err = admin.Extend(ctx, opts.Key, expect, opts.TTL, opts.Reason)
@@ -144,7 +144,7 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	for _, in := range h.Instances {
 		printf(stderr, "  %s\n", heldText(in, t))
 	}
-	if opts.Action == actions.ActionExtend && !opts.AllowShorten {
+	if opts.Action == actions.ActionExtend && !opts.Shorten {
 		for _, in := range h.Instances {
 			if in.Exists && (in.PTTL < 0 || in.PTTL > opts.TTL) {
 				return "", shortenRefusal(key, in.PTTL, opts.TTL)

@@ -112,16 +112,17 @@ func downAddrs(down map[string]string) string {
 	return strings.Join(slices.Sorted(maps.Keys(down)), ", ")
 }
 
-// showJSON is `show --json`: every field of ls --json, plus details. Its instances say more
-// than ls's (the shallower field wins in encoding/json).
+// showJSON is `show --json`: every field of ls --json, plus details.
 type showJSON struct {
 	lockJSON
-	Instances []showInstanceJSON `json:"instances"`
-	Type      string             `json:"type"`
+	Type      string         `json:"type"`
 	Truncated bool           `json:"truncated"`
 	Waiters   *int           `json:"waiters"`
 	Quorum    *quorumJSON    `json:"quorum"`
 	Decoded   map[string]any `json:"decoded"`
+
+	// Instances says more than lockJSON's (the shallower field wins in encoding/json).
+	Instances []showInstanceJSON `json:"instances"`
 }
 
 type quorumJSON struct {
