@@ -103,10 +103,15 @@ func isReentrantLockscope(expect any) bool {
 	return err == nil && v.Count > 0
 }
 
-// scriptArgs builds ARGV as holder.lua documents it.
+// scriptArgs builds ARGV as holder.lua documents it. An expected hash is its canonical form,
+// or its field=value lines as ls and show print it; the script compares a string lock with
+// the raw text either way, so the pairs cannot make a string match.
 func scriptArgs(expect string, ttl time.Duration) []any {
 	args := []any{expect, strconv.FormatInt(ttl.Milliseconds(), 10)}
 	fields, isHash := ParseCanonicalHash(expect)
+	if !isHash {
+		fields, isHash = parseHashLines(expect)
+	}
 	if !isHash || len(fields) == 0 {
 		return append(args, "0")
 	}

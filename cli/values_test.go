@@ -9,8 +9,8 @@ import (
 )
 
 // TestCLITakesBackWhatItPrints (issue 14, point 1): a binary key and a value with a NUL byte,
-// as ls --json prints them, are taken back verbatim by show, extend --expect and release
-// --expect; a literal backslash is `\\`; a bad escape is a usage error.
+// and a Redisson hash lock, as ls --json prints them, are taken back verbatim by show, extend
+// --expect and release --expect; a literal backslash is `\\`; a bad escape is a usage error.
 func TestCLITakesBackWhatItPrints(t *testing.T) {
 	s := redistest.Start(t)
 	c := s.Client()
@@ -21,6 +21,11 @@ func TestCLITakesBackWhatItPrints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	if err := c.HSet(t.Context(), "lock:redisson", redisson, "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Expire(t.Context(), "lock:redisson", time.Minute)
 
 	r := runCLI(t, cliOpts{}, "ls", "--json", "--redis", url)
 	expectExit(t, r, exitOK)
@@ -54,6 +59,9 @@ func TestCLITakesBackWhatItPrints(t *testing.T) {
 	if _, held := redistest.Value(t, c, binKey); held {
 		t.Error("the binary key was not released")
 	}
+
+	r = runCLI(t, cliOpts{}, "release", "lock:redisson", "--expect", printed["lock:redisson"], "--redis", url)
+	expectExit(t, r, exitOK)
 
 	r = runCLI(t, cliOpts{}, "show", `lock:\q`, "--redis", url)
 	expectExit(t, r, exitUsage)
