@@ -131,7 +131,7 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	if err != nil {
 		return "", describeError(t, err)
 	}
-	key := present.Escape(opts.Key)
+	key := present.Safe(present.Escape(opts.Key)) // for printf and errors alike
 	if !h.Exists {
 		return "", withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action))
 	}
@@ -147,7 +147,7 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	if opts.Action == actions.ActionExtend && !opts.Shorten {
 		for _, in := range h.Instances {
 			if in.Exists && (in.PTTL < 0 || in.PTTL > opts.TTL) {
-				return "", shortenRefusal(key, in.PTTL, opts.TTL)
+				return "", shortenRefusal(opts.Key, in.PTTL, opts.TTL)
 			}
 		}
 	}
@@ -168,14 +168,14 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	return h.Value, nil
 }
 
-// shortenRefusal is extend's answer to a --ttl below the TTL the lock has left (-1: none).
+// shortenRefusal is extend's answer to a --ttl below the TTL key has left (-1: none).
 func shortenRefusal(key string, left, ttl time.Duration) error {
 	has := "no expiry"
 	if left >= 0 {
 		has = present.Duration(left) + " left"
 	}
 	return withExit(exitUsage, fmt.Errorf("%s has %s: --ttl %s would shorten it; pass --allow-shorten to mean that, nothing changed",
-		key, has, present.Duration(ttl)))
+		present.Escape(key), has, present.Duration(ttl)))
 }
 
 // confirm asks question on the terminal; anything but y/yes is No. It refuses when stdin is
@@ -228,7 +228,7 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 				key, present.Holder(res.Current, nil, now), present.Quote(res.Seen, 0))
 		}
 	case actions.WouldShorten:
-		line = present.Sprintf("not done: %s", shortenRefusal(present.Escape(key), res.TTLLeft, res.TTL))
+		line = present.Sprintf("not done: %s", shortenRefusal(key, res.TTLLeft, res.TTL))
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
 	case actions.NotALock:

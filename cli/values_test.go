@@ -51,6 +51,11 @@ func TestCLITakesBackWhatItPrints(t *testing.T) {
 	}
 	r = runCLI(t, cliOpts{}, "extend", printedKey, "--ttl", "2m", "--expect", printedValue, "--redis", url)
 	expectExit(t, r, exitOK)
+	r = runCLI(t, cliOpts{}, "extend", printedKey, "--ttl", "3m", "--yes", "--redis", url)
+	expectExit(t, r, exitOK)
+	if !strings.Contains(r.stderr, printedKey+" is held by") || !strings.Contains(r.stdout, "extended "+printedKey+":") {
+		t.Errorf("extend does not print the key as ls does:\n%s", r)
+	}
 	r = runCLI(t, cliOpts{}, "release", printedKey, "--expect", printedValue, "--json", "--redis", url)
 	expectExit(t, r, exitOK)
 	if obj := jsonLines(t, r.stdout)[0]; obj["key"] != printedKey || obj["seen"] != printedValue {
