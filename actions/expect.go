@@ -15,7 +15,7 @@ var ErrInexactValue = errors.New("actions: the census did not read the whole val
 
 // ExpectFor is the expect argument of Release and Extend for a lock as the scanner showed it:
 // a string's raw value, or a hash's canonical form (scanner records a hash as "field=value"
-// lines). Never pass Lock.Value of a hash directly: it would not match.
+// lines, which the scripts also take, unless a field holds '=' or a newline: ExpectFor says so).
 func ExpectFor(l scanner.Lock) (string, error) {
 	if l.Truncated || l.Format == scanner.FormatUnknown {
 		return "", fmt.Errorf("%w: %s", ErrInexactValue, l.Key)
