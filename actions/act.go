@@ -39,20 +39,32 @@ var (
 // instance failed (the first instance's error, wrapped). Instance failures next to instances
 // that answered are in Result.Instances (see Result.Partial).
 func (a *Admin) Release(ctx context.Context, key, expect, reason string) (Result, error) {
-	return a.act(ctx, ActionRelease, key, expect, 0, reason)
+	return a.act(ctx, ActionRelease, key, expect, 0, false, reason)
 }
 
 // Extend sets the TTL of key to ttl on every instance where it still holds exactly expect
-// (compare-and-PEXPIRE) and writes one audit record. Errors as for Release.
+// (compare-and-PEXPIRE) and writes one audit record. Errors as for Release. It never shortens:
+// where the key has more than ttl left (or no expiry), it is left as it is and the outcome is
+// WouldShorten; ExtendAllowingShorten is the explicit way to cut a lock's time.
 func (a *Admin) Extend(ctx context.Context, key, expect string, ttl time.Duration, reason string) (Result, error) {
+	return a.extend(ctx, key, expect, ttl, reason, false)
+}
+
+// ExtendAllowingShorten is Extend that also sets a TTL below the one the key has left (or gives a
+// key without expiry a TTL): for an operator who confirmed that the lock's time is cut.
+func (a *Admin) ExtendAllowingShorten(ctx context.Context, key, expect string, ttl time.Duration, reason string) (Result, error) {
+	return a.extend(ctx, key, expect, ttl, reason, true)
+}
+
+func (a *Admin) extend(ctx context.Context, key, expect string, ttl time.Duration, reason string, allowShorten bool) (Result, error) {
 	if ttl < time.Millisecond {
 		return Result{Action: ActionExtend, Key: key, Seen: expect, TTL: ttl},
 			fmt.Errorf("%w: extend needs a TTL of at least 1ms, got %v", ErrBadRequest, ttl)
 	}
-	return a.act(ctx, ActionExtend, key, expect, ttl, reason)
+	return a.act(ctx, ActionExtend, key, expect, ttl, allowShorten, reason)
 }
 
-func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl time.Duration, reason string) (Result, error) {
+func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl time.Duration, allowShorten bool, reason string) (Result, error) {
 	res := Result{Action: action, Key: key, Seen: expect, TTL: ttl}
 	if a.opts.ReadOnly {
 		return res, ErrReadOnly
@@ -65,6 +77,7 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	if action == ActionExtend {
 		script, source, success = extendScript, extendSource, Extended
 		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
+		args = append(args, strconv.FormatBool(allowShorten))
 	} else {
 		// release.lua wakes locklib's and Redisson's waiters: it needs their queue keys.
 		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key),
@@ -95,10 +108,15 @@ func isReentrantLockscope(expect any) bool {
 	return err == nil && v.Count > 0
 }
 
-// scriptArgs builds ARGV as holder.lua documents it.
+// scriptArgs builds ARGV as holder.lua documents it. An expected hash is its canonical form,
+// or its field=value lines as ls and show print it; the script compares a string lock with
+// the raw text either way, so the pairs cannot make a string match.
 func scriptArgs(expect string, ttl time.Duration) []any {
 	args := []any{expect, strconv.FormatInt(ttl.Milliseconds(), 10)}
 	fields, isHash := ParseCanonicalHash(expect)
+	if !isHash {
+		fields, isHash = parseHashLines(expect)
+	}
 	if !isHash || len(fields) == 0 {
 		return append(args, "0")
 	}
@@ -143,10 +161,27 @@ func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string,
 		out.Outcome = AlreadyGone
 	case "type":
 		out.Outcome, out.Current = NotALock, current
+	case "longer":
+		out.Outcome = WouldShorten
+		if out.TTLLeft, err = scriptTTLLeft(current); err != nil {
+			out.Outcome, out.Err = Failed, err
+		}
 	default:
 		out.Outcome, out.Err = Failed, fmt.Errorf("actions: unexpected script status %q", status)
 	}
 	return out
+}
+
+// scriptTTLLeft reads extend.lua's PTTL of a key that would be shortened (-1: no expiry).
+func scriptTTLLeft(ms string) (time.Duration, error) {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("actions: unexpected TTL %q from the extend script", ms)
+	}
+	if n < 0 {
+		return -1, nil
+	}
+	return time.Duration(n) * time.Millisecond, nil
 }
 
 // decodeReply reads {status, current} where current is a string or HGETALL's flat array.
@@ -180,6 +215,7 @@ func aggregate(res *Result, success Outcome) error {
 	var firstErr error
 	var hit, gone bool
 	var changedTo, notLockType *string
+	var longer *time.Duration
 	for i := range res.Instances {
 		in := &res.Instances[i]
 		switch in.Outcome {
@@ -192,6 +228,10 @@ func aggregate(res *Result, success Outcome) error {
 		case NotALock:
 			if notLockType == nil {
 				notLockType = &in.Current
+			}
+		case WouldShorten:
+			if longer == nil {
+				longer = &in.TTLLeft
 			}
 		case AlreadyGone:
 			gone = true
@@ -213,6 +253,8 @@ func aggregate(res *Result, success Outcome) error {
 		res.Outcome = ChangedHands
 	case notLockType != nil:
 		res.Outcome = NotALock
+	case longer != nil:
+		res.Outcome, res.TTLLeft = WouldShorten, *longer
 	case gone:
 		res.Outcome = AlreadyGone
 	default:

@@ -94,6 +94,7 @@ const (
 	ChangedHands Outcome = "changed_hands" // the key holds another value now (Current says which)
 	AlreadyGone  Outcome = "already_gone"  // the key does not exist
 	NotALock     Outcome = "not_a_lock"    // the key is a list, set, zset or stream: never touched
+	WouldShorten Outcome = "would_shorten" // Extend: the key holds the value but has more than the TTL left (TTLLeft): untouched
 	Failed       Outcome = "failed"        // the instance could not be asked (InstanceResult.Err)
 )
 
@@ -101,7 +102,8 @@ const (
 //
 // Outcome aggregates the instances: Released/Extended when the compare matched on at least one
 // instance; else ChangedHands when at least one instance holds another value; else NotALock when
-// one holds a non-lock type; else AlreadyGone when every instance that answered has no key.
+// one holds a non-lock type; else WouldShorten when one would have had its TTL cut; else
+// AlreadyGone when every instance that answered has no key.
 // Instances always lists every instance (one for standalone and cluster targets).
 type Result struct {
 	Action    Action
@@ -110,6 +112,7 @@ type Result struct {
 	Seen      string           // the expected value the action compared against
 	Current   string           // the value held now where it differs (first such instance), else a NotALock key's type
 	TTL       time.Duration    // Extend: the TTL that was asked for
+	TTLLeft   time.Duration    // WouldShorten: what the key has left (first such instance); -1: no expiry
 	Instances []InstanceResult // per instance, in target order
 	// AuditErr is set when the audit record could not be written (on some instance). The
 	// action's own outcome above is still true; callers must warn about it.
@@ -118,10 +121,11 @@ type Result struct {
 
 // InstanceResult is the outcome on one instance.
 type InstanceResult struct {
-	Addr    string  // display address (no credentials)
-	Outcome Outcome // Failed when Err is set
-	Current string  // ChangedHands: the value held there; NotALock: the key's type
-	Err     error   // the call failed on this instance (unreachable, NOPERM, timeout, ...)
+	Addr    string        // display address (no credentials)
+	Outcome Outcome       // Failed when Err is set
+	Current string        // ChangedHands: the value held there; NotALock: the key's type
+	TTLLeft time.Duration // WouldShorten: the TTL the key has there; -1: no expiry
+	Err     error         // the call failed on this instance (unreachable, NOPERM, timeout, ...)
 }
 
 // Partial reports whether some instance failed while others answered.

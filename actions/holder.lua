@@ -6,6 +6,7 @@
 -- ARGV[2]  extend.lua: the new TTL in milliseconds; release.lua ignores it
 -- ARGV[3]  n: the number of field/value pairs of an expected hash (0 when ARGV[1] is not
 --          a canonical hash form); ARGV[4..3+2n] those pairs
+-- ARGV[4+2n] extend.lua: 'true' when it may shorten the key's TTL
 --
 -- holder() returns a status and the key's current content:
 --   'match', value   the key holds exactly the expected value

@@ -28,7 +28,7 @@ func TestBinaryExitCodesAndStderr(t *testing.T) {
 		{[]string{"ls", "--json", "--redis", redisURL(s.Addr)}, exitOK, ""},
 		{[]string{"ls", "--sort", "size", "--redis", redisURL(s.Addr)}, exitUsage, `lockscope: --sort "size": want one of`},
 		{[]string{"show", "lock:nothing", "--redis", redisURL(s.Addr)}, exitGone, "lockscope: lock:nothing does not exist"},
-		{[]string{"release", "lock:old", "--expect", "x", "--redis", redisURL(s.Addr)}, exitChanged, "lockscope: lock:old changed hands"},
+		{[]string{"release", "lock:old", "--expect", "x", "--redis", redisURL(s.Addr)}, exitChanged, "lockscope: lock:old: the lock's value differs from --expect"},
 		{[]string{"ls", "--redis", "redis://" + dead}, exitUnreachable, "lockscope: cannot reach Redis at " + dead},
 	}
 	for _, c := range cases {

@@ -10,7 +10,8 @@ import (
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// lockJSON is one line of `ls --json` and the base of `show --json`. The field set is a
+// lockJSON is one line of `ls --json` and the base of `show --json`. Text from Redis (key,
+// node, trace, values) is in present.Escape's form, which every command takes back. The field set is a
 // contract with scripts (docs/cli.md): change it only by adding to show's extension.
 // appendTo writes it as encoding/json does; TestLockJSONAppendsAsEncodingJSON holds them
 // to the same bytes.
@@ -38,12 +39,12 @@ type instanceJSON struct {
 
 func toLockJSON(l *scanner.Lock) lockJSON {
 	j := lockJSON{
-		Key:       l.Key,
+		Key:       present.Escape(l.Key),
 		Format:    string(l.Format),
-		Node:      l.Node,
-		Trace:     l.Trace,
+		Node:      present.Escape(l.Node),
+		Trace:     present.Escape(l.Trace),
 		TTLMs:     ttlMs(l.TTL, l.NoExpiry),
-		Value:     present.SafeText(l.Value, 0),
+		Value:     present.Escape(l.Value),
 		Instances: []instanceJSON{},
 	}
 	if !l.AcquiredAt.IsZero() {
@@ -60,7 +61,7 @@ func toLockJSON(l *scanner.Lock) lockJSON {
 	for _, in := range l.PerInstance() {
 		ij := instanceJSON{Addr: in.Addr}
 		if in.Present && !in.Missing {
-			v, ttl := present.SafeText(in.Value, 0), ttlMs(in.TTL, in.NoExpiry)
+			v, ttl := present.Escape(in.Value), ttlMs(in.TTL, in.NoExpiry)
 			ij.Value, ij.TTLMs = &v, &ttl
 		}
 		j.Instances = append(j.Instances, ij)

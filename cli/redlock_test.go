@@ -64,7 +64,7 @@ func TestCLIRedlock(t *testing.T) {
 	// Release acts on every instance and prints a line per instance.
 	r = runCLI(t, cliOpts{}, append([]string{"release", "lock:q", "--expect", oldLock}, flags...)...)
 	expectExit(t, r, exitOK)
-	for i, want := range []string{"released", "released", "changed hands"} {
+	for i, want := range []string{"released", "released", "value differs"} {
 		if !strings.Contains(r.stdout, servers[i].Addr+"  "+want) {
 			t.Errorf("no line %q for instance %d:\n%s", want, i, r)
 		}

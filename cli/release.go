@@ -24,7 +24,7 @@ func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Short: "Force-release a lock: delete it only if it still holds the value you saw",
 		Long: "Force-release a lock with a compare-and-delete: the key is deleted only if it still holds the\n" +
 			"expected value. Without --expect the current value is read, shown, and confirmed on the terminal\n" +
-			"(or by --yes). Exit codes: 0 released, 4 changed hands (nothing deleted), 5 already gone.",
+			"(or by --yes). Exit codes: 0 released, 4 changed hands or differs from --expect (nothing deleted), 5 already gone.",
 	}, &actionOptions{IO: ios, Action: actions.ActionRelease}, getenv)
 }
 
@@ -33,10 +33,12 @@ func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 func newActionCmd(cmd *cobra.Command, opts *actionOptions, getenv func(string) string) *cobra.Command {
 	cmd.Args = usageArgs(cobra.ExactArgs(1))
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts.fill(cmd, getenv, args[0])
+		if err := opts.fill(cmd, getenv, args[0]); err != nil {
+			return err
+		}
 		return runAction(cmd.Context(), opts)
 	}
-	cmd.Flags().StringVar(&opts.Expect, "expect", "", "act only if the lock holds exactly this value (no read, no prompt)")
+	cmd.Flags().StringVar(&opts.Expect, "expect", "", "act only if the lock holds exactly this value, as ls and show print it (no read, no prompt)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, recorded in the audit trail")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
@@ -54,13 +56,21 @@ type actionOptions struct {
 	Yes         bool
 	Reason      string
 	TTL         time.Duration // extend
+	Shorten     bool          // extend: --allow-shorten, a TTL below the one left is meant
 	JSON        bool
 }
 
-// fill takes the connection flags and the key from the command line.
-func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key string) {
-	o.Conn, o.Key = connectionFlags(cmd, getenv), key
+// fill takes the connection flags, the key and --expect from the command line; the key and
+// the value are given as ls and show print them (printedArg).
+func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key string) error {
+	var err error
+	o.Conn = connectionFlags(cmd, getenv)
+	if o.Key, err = printedArg("KEY", key); err != nil {
+		return err
+	}
 	o.ExpectGiven = cmd.Flags().Changed("expect")
+	o.Expect, err = printedArg("--expect", o.Expect)
+	return err
 }
 
 // runAction is release and extend: refuse in read-only mode, find the expected value (flag or
@@ -88,9 +98,12 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	}
 
 	var res actions.Result
-	if opts.Action == actions.ActionExtend {
+	switch {
+	case opts.Action == actions.ActionExtend && opts.Shorten:
+		res, err = admin.ExtendAllowingShorten(ctx, opts.Key, expect, opts.TTL, opts.Reason)
+	case opts.Action == actions.ActionExtend:
 		res, err = admin.Extend(ctx, opts.Key, expect, opts.TTL, opts.Reason)
-	} else {
+	default:
 		res, err = admin.Release(ctx, opts.Key, expect, opts.Reason)
 	}
 	if res.AuditErr != nil {
@@ -100,14 +113,14 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		return describeError(t, err)
 	}
 	if opts.JSON {
-		err = writeResultJSON(opts.IO.Out, res, t)
+		err = writeResultJSON(opts.IO.Out, res, t, opts.ExpectGiven)
 	} else {
-		err = writeResult(opts.IO.Out, res, t, time.Now())
+		err = writeResult(opts.IO.Out, res, t, time.Now(), opts.ExpectGiven)
 	}
 	if err != nil {
 		return err
 	}
-	return resultExit(res)
+	return resultExit(res, opts.ExpectGiven)
 }
 
 // readAndConfirm reads the key's current value, shows it on stderr and asks the operator to
@@ -118,7 +131,7 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	if err != nil {
 		return "", describeError(t, err)
 	}
-	key := opts.Key
+	key := present.Safe(present.Escape(opts.Key)) // for printf and errors alike
 	if !h.Exists {
 		return "", withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action))
 	}
@@ -130,6 +143,13 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	printf(stderr, "%s is held by %s\n", key, present.Holder(h.Value, nil, time.Now()))
 	for _, in := range h.Instances {
 		printf(stderr, "  %s\n", heldText(in, t))
+	}
+	if opts.Action == actions.ActionExtend && !opts.Shorten {
+		for _, in := range h.Instances {
+			if in.Exists && (in.PTTL < 0 || in.PTTL > opts.TTL) {
+				return "", shortenRefusal(opts.Key, in.PTTL, opts.TTL)
+			}
+		}
 	}
 	if opts.Yes {
 		return h.Value, nil
@@ -146,6 +166,16 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 		return "", withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", opts.Action))
 	}
 	return h.Value, nil
+}
+
+// shortenRefusal is extend's answer to a --ttl below the TTL key has left (-1: none).
+func shortenRefusal(key string, left, ttl time.Duration) error {
+	has := "no expiry"
+	if left >= 0 {
+		has = present.Duration(left) + " left"
+	}
+	return withExit(exitUsage, fmt.Errorf("%s has %s: --ttl %s would shorten it; pass --allow-shorten to mean that, nothing changed",
+		present.Escape(key), has, present.Duration(ttl)))
 }
 
 // confirm asks question on the terminal; anything but y/yes is No. It refuses when stdin is
@@ -181,7 +211,9 @@ func heldText(in actions.HeldValue, t connect.Target) present.Safe {
 }
 
 // writeResult prints what an action did; now is the time the holder's age is measured at.
-func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Time) error {
+// expectGiven: the expected value is the operator's --expect, not one read just before, so a
+// different value says only that it differs, not that the lock changed hands.
+func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Time, expectGiven bool) error {
 	key, seen := res.Key, present.Quote(res.Seen, 200)
 	var line present.Safe
 	switch res.Outcome {
@@ -191,6 +223,12 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 		line = present.Sprintf("extended %s: ttl %s (value %s)", key, present.Duration(res.TTL), seen)
 	case actions.ChangedHands:
 		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, now))
+		if expectGiven {
+			line = present.Sprintf("not done: the lock's value differs from --expect: %s is held by %s\n  --expect   %s",
+				key, present.Holder(res.Current, nil, now), present.Quote(res.Seen, 0))
+		}
+	case actions.WouldShorten:
+		line = present.Sprintf("not done: %s", shortenRefusal(key, res.TTLLeft, res.TTL))
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
 	case actions.NotALock:
@@ -203,28 +241,48 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 	}
 	if len(res.Instances) < 2 {
 		if res.Outcome == actions.ChangedHands { // the exact value, for a new --expect
-			return printf(w, "  value now %s\n", present.Quote(res.Current, 200))
+			return printf(w, "  value now  %s\n", present.Quote(res.Current, 0))
 		}
 		return nil
 	}
 	for _, in := range res.Instances {
-		if err := printf(w, "  %s  %s\n", in.Addr, instanceOutcomeText(in, t)); err != nil {
+		if err := printf(w, "  %s  %s\n", in.Addr, instanceOutcomeText(in, t, expectGiven)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func instanceOutcomeText(in actions.InstanceResult, t connect.Target) present.Safe {
+func instanceOutcomeText(in actions.InstanceResult, t connect.Target, expectGiven bool) present.Safe {
 	switch in.Outcome {
 	case actions.ChangedHands:
-		return present.Sprintf("changed hands: now %s", present.Quote(in.Current, 120))
+		return present.Sprintf("%s: now %s", outcomeText(in.Outcome, expectGiven), present.Quote(in.Current, 0))
+	case actions.WouldShorten:
+		left := present.Safe("no expiry")
+		if in.TTLLeft >= 0 {
+			left = present.Sprintf("%s left", present.Duration(in.TTLLeft))
+		}
+		return present.Sprintf("not extended: it has %s, more than the new TTL", left)
 	case actions.NotALock:
 		return present.Sprintf("not a lock: %s", in.Current)
 	case actions.Failed:
 		return present.Sprintf("failed: %s", describeError(t, in.Err).Error())
 	}
-	return present.Sprintf("%s", strings.ReplaceAll(string(in.Outcome), "_", " "))
+	return present.Sprintf("%s", outcomeText(in.Outcome, expectGiven))
+}
+
+// outcomeName is an outcome as --json writes it: changed_hands only where the value was read
+// just before the action (no --expect), value_differs where it was the operator's --expect.
+func outcomeName(o actions.Outcome, expectGiven bool) string {
+	if o == actions.ChangedHands && expectGiven {
+		return "value_differs"
+	}
+	return string(o)
+}
+
+// outcomeText is outcomeName in words.
+func outcomeText(o actions.Outcome, expectGiven bool) string {
+	return strings.ReplaceAll(outcomeName(o, expectGiven), "_", " ")
 }
 
 // resultJSON is `release --json` / `extend --json` (docs/cli.md).
@@ -246,12 +304,12 @@ type instanceResultJSON struct {
 	Error   *string `json:"error"`
 }
 
-func writeResultJSON(w io.Writer, res actions.Result, t connect.Target) error {
+func writeResultJSON(w io.Writer, res actions.Result, t connect.Target, expectGiven bool) error {
 	j := resultJSON{
 		Action:    string(res.Action),
-		Key:       present.SafeText(res.Key, 0),
-		Outcome:   string(res.Outcome),
-		Seen:      present.SafeText(res.Seen, 0),
+		Key:       present.Escape(res.Key),
+		Outcome:   outcomeName(res.Outcome, expectGiven),
+		Seen:      present.Escape(res.Seen),
 		Current:   optionalText(res.Current),
 		Instances: make([]instanceResultJSON, 0, len(res.Instances)),
 	}
@@ -264,7 +322,7 @@ func writeResultJSON(w io.Writer, res actions.Result, t connect.Target) error {
 		j.AuditError = &msg
 	}
 	for _, in := range res.Instances {
-		ij := instanceResultJSON{Addr: in.Addr, Outcome: string(in.Outcome), Current: optionalText(in.Current)}
+		ij := instanceResultJSON{Addr: in.Addr, Outcome: outcomeName(in.Outcome, expectGiven), Current: optionalText(in.Current)}
 		if in.Err != nil {
 			msg := describeError(t, in.Err).Error()
 			ij.Error = &msg
@@ -280,16 +338,22 @@ func optionalText(s string) *string {
 	if s == "" {
 		return nil
 	}
-	safe := present.SafeText(s, 0)
-	return &safe
+	printed := present.Escape(s)
+	return &printed
 }
 
-// resultExit maps an action's outcome to its exit code (docs/cli.md).
-func resultExit(res actions.Result) error {
-	key := res.Key
+// resultExit maps an action's outcome to its exit code (docs/cli.md); expectGiven as for
+// writeResult.
+func resultExit(res actions.Result, expectGiven bool) error {
+	key := present.Escape(res.Key)
 	switch res.Outcome {
 	case actions.ChangedHands:
+		if expectGiven {
+			return withExit(exitChanged, fmt.Errorf("%s: the lock's value differs from --expect: %s refused, nothing changed", key, res.Action))
+		}
 		return withExit(exitChanged, fmt.Errorf("%s changed hands: %s refused, nothing changed", key, res.Action))
+	case actions.WouldShorten:
+		return withExit(exitUsage, fmt.Errorf("%s: --ttl would shorten it: extend refused, nothing changed", key))
 	case actions.AlreadyGone:
 		return withExit(exitGone, fmt.Errorf("%s is already gone", key))
 	case actions.NotALock:

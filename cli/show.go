@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
@@ -30,7 +34,11 @@ func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Short: "Show one lock in full: holder, TTL, fence, raw and decoded value, every instance",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Conn, opts.Key = connectionFlags(cmd, getenv), args[0]
+			key, err := printedArg("KEY", args[0])
+			if err != nil {
+				return err
+			}
+			opts.Conn, opts.Key = connectionFlags(cmd, getenv), key
 			return runShow(cmd.Context(), opts)
 		},
 	}
@@ -44,10 +52,15 @@ func runShow(ctx context.Context, opts *showOptions) error {
 		return err
 	}
 	defer t.Close()
+	key := present.Escape(opts.Key)
 	sc := opts.Conn.scanner(t)
 	l, err := sc.Get(ctx, opts.Key)
+	down := downInstances(ctx, t, &l)
 	if errors.Is(err, scanner.ErrGone) {
-		return withExit(exitGone, fmt.Errorf("%s does not exist", opts.Key))
+		if len(down) > 0 {
+			return withExit(exitGone, fmt.Errorf("%s does not exist on the instances that answered; could not read %s", key, downAddrs(down)))
+		}
+		return withExit(exitGone, fmt.Errorf("%s does not exist", key))
 	}
 	if err != nil {
 		return describeError(t, err)
@@ -58,15 +71,53 @@ func runShow(ctx context.Context, opts *showOptions) error {
 	case opts.JSON:
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
-		err = enc.Encode(toShowJSON(&l))
+		err = enc.Encode(toShowJSON(&l, down))
 	case !notALock:
 		// Ages on the server's clock: the one the value was stamped with.
-		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, sc.Clocks(ctx).Now(&l, l.FetchedAt))
+		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, sc.Clocks(ctx).Now(&l, l.FetchedAt), down)
 	}
 	if err == nil && notALock {
-		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", opts.Key, l.Type))
+		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", key, l.Type))
+	}
+	if err == nil && len(down) > 0 { // as ls: the output is whole only where the exit code says so
+		return withExit(exitPartial, fmt.Errorf("partial: could not read %s", downAddrs(down)))
 	}
 	return err
+}
+
+// printedArg is a key or value given on the command line in the form lockscope prints it
+// (present.Escape's, docs/cli.md): what ls and show print is taken back verbatim.
+func printedArg(name, arg string) (string, error) {
+	raw, err := present.Unescape(arg)
+	if err != nil {
+		return "", withExit(exitUsage, fmt.Errorf("%s %s: %w", name, arg, err))
+	}
+	return raw, nil
+}
+
+// downInstances maps each instance of l that could not be read to why: its server's answer
+// to a ping now, redacted (the census keeps only the fact that the read failed).
+func downInstances(ctx context.Context, t connect.Target, l *scanner.Lock) map[string]string {
+	down := map[string]string{}
+	for _, in := range l.PerInstance() {
+		if !in.Missing {
+			continue
+		}
+		down[in.Addr] = "could not be read"
+		for i, addr := range t.Addrs {
+			if addr == in.Addr && i < len(t.Clients) {
+				if err := t.Clients[i].Ping(ctx).Err(); err != nil {
+					down[in.Addr] = t.Redact(t.Classify(err).Error())
+				}
+			}
+		}
+	}
+	return down
+}
+
+// downAddrs lists the instances of down in order.
+func downAddrs(down map[string]string) string {
+	return strings.Join(slices.Sorted(maps.Keys(down)), ", ")
 }
 
 // showJSON is `show --json`: every field of ls --json, plus details.
@@ -77,6 +128,9 @@ type showJSON struct {
 	Waiters   *int           `json:"waiters"`
 	Quorum    *quorumJSON    `json:"quorum"`
 	Decoded   map[string]any `json:"decoded"`
+
+	// Instances says more than lockJSON's (the shallower field wins in encoding/json).
+	Instances []showInstanceJSON `json:"instances"`
 }
 
 type quorumJSON struct {
@@ -86,8 +140,25 @@ type quorumJSON struct {
 	Reached bool `json:"reached"`
 }
 
-func toShowJSON(l *scanner.Lock) showJSON {
+// showInstanceJSON is instanceJSON plus the instance's state: "held" (it holds the key),
+// "absent" (it answered without the key) or "down" (it could not be read; error says why).
+type showInstanceJSON struct {
+	instanceJSON
+	State string  `json:"state"`
+	Error *string `json:"error"`
+}
+
+func toShowJSON(l *scanner.Lock, down map[string]string) showJSON {
 	j := showJSON{lockJSON: toLockJSON(l), Type: l.Type, Truncated: l.Truncated, Decoded: decodedValue(l)}
+	j.Instances = make([]showInstanceJSON, len(j.lockJSON.Instances))
+	for i, in := range j.lockJSON.Instances {
+		j.Instances[i] = showInstanceJSON{instanceJSON: in, State: "absent"}
+		if why, isDown := down[in.Addr]; isDown {
+			j.Instances[i].State, j.Instances[i].Error = "down", &why
+		} else if in.Value != nil {
+			j.Instances[i].State = "held"
+		}
+	}
 	if l.HasWaiters {
 		j.Waiters = &l.Waiters
 	}
@@ -117,18 +188,19 @@ func decodedValue(l *scanner.Lock) map[string]any {
 	case scanner.FormatRedisson:
 		owners := make([]map[string]any, 0, len(l.Owners))
 		for _, o := range l.Owners {
-			owners = append(owners, map[string]any{"id": present.SafeText(o.ID, 0), "count": o.Count})
+			owners = append(owners, map[string]any{"id": present.Escape(o.ID), "count": o.Count})
 		}
 		return map[string]any{"owners": owners}
 	case scanner.FormatBSM:
-		return map[string]any{"token": present.SafeText(l.Token(), 0), "meta": present.SafeText(l.Meta(), 0)}
+		return map[string]any{"token": present.Escape(l.Token()), "meta": present.Escape(l.Meta())}
 	}
 	return nil
 }
 
 // writeShow is show's table. A lock is shown as it was when read: its TTL at FetchedAt, its
-// age at serverNow, the time of the read on its server's clock.
-func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow time.Time) error {
+// age at serverNow, the time of the read on its server's clock. down names the instances that
+// could not be read, and why (downInstances).
+func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow time.Time, down map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// value: text as read (escaped here), or a present.Safe part composed by present.Sprintf.
 	row := func(name string, value any) { printf(tw, "%s\t%s\n", name, value) }
@@ -166,7 +238,7 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow
 		if i == 0 {
 			name = "instances"
 		}
-		row(name, instanceText(in))
+		row(name, instanceText(in, down))
 	}
 	return tw.Flush()
 }
@@ -189,10 +261,10 @@ func decodedText(l *scanner.Lock) (present.Safe, bool) {
 	return "", false
 }
 
-func instanceText(in scanner.Instance) present.Safe {
+func instanceText(in scanner.Instance, down map[string]string) present.Safe {
 	switch {
 	case in.Missing:
-		return present.Sprintf("%s  could not be read", in.Addr)
+		return present.Sprintf("%s  down: %s", in.Addr, down[in.Addr])
 	case !in.Present:
 		return present.Sprintf("%s  (no key)", in.Addr)
 	}

@@ -3,6 +3,7 @@ package present
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/lockscope/lockscope/scanner"
@@ -78,5 +79,52 @@ func TestSprintfEscapesEveryStringArgument(t *testing.T) {
 	}
 	if strings.ContainsAny(string(got), "\x1b\x07\n") {
 		t.Errorf("a control character got through: %q", got)
+	}
+}
+
+func TestUnescapeTakesBackWhatEscapePrints(t *testing.T) {
+	for _, raw := range []string{"plain", "lock:bin:\xff\xfe", "nul\x00byte", `back\slash`, "caf\xc3\xa9", "zero\u200bwidth",
+		"\x1b[2J\n\t\r", "astral\U000e0001", `quote"d`, ""} {
+		printed := Escape(raw)
+		got, err := Unescape(printed)
+		if err != nil || got != raw {
+			t.Errorf("Unescape(Escape(%q)) = %q, %v", raw, got, err)
+		}
+	}
+	if got, err := Unescape(`say \"hi\"`); err != nil || got != `say "hi"` { // Quote's form
+		t.Errorf(`Unescape of \" = %q, %v`, got, err)
+	}
+	for _, bad := range []string{`tail\`, `\q`, `\x4`, `\xzz`, `\u12`, `\UFFFFFFFF`, `\x+1`, `\ud800`} {
+		if got, err := Unescape(bad); err == nil {
+			t.Errorf("Unescape(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// FuzzEscape: Escape is reversible and its output is printable on a terminal.
+func FuzzEscape(f *testing.F) {
+	f.Add("lock:bin:\xff\xfe")
+	f.Add("\x00\\\x1b[31m\u200b\U000e0001")
+	f.Fuzz(func(t *testing.T, raw string) {
+		printed := Escape(raw)
+		if back, err := Unescape(printed); err != nil || back != raw {
+			t.Fatalf("Unescape(Escape(%q)) = %q, %v", raw, back, err)
+		}
+		if !utf8.ValidString(printed) {
+			t.Fatalf("invalid UTF-8 out of %q: %q", raw, printed)
+		}
+		for _, r := range printed {
+			if !unicode.IsPrint(r) {
+				t.Fatalf("non-printable %U left in %q", r, printed)
+			}
+		}
+	})
+}
+
+// TestEscapeOfPlainTextDoesNotAllocate: ls --json escapes every key and value; the common
+// all-ASCII one must cost no allocation.
+func TestEscapeOfPlainTextDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = Escape("lock:orders:42") }); n != 0 {
+		t.Errorf("Escape of plain text allocates %v times", n)
 	}
 }

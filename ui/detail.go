@@ -278,7 +278,8 @@ func (m *Model) scrollDetail(n int) {
 	m.detail.scroll = detailPane{scroll: m.detail.scroll + n}.clampedScroll(len(m.detailLines(m.width-2)), height)
 }
 
-// copySelected puts the selected lock's key, or its value as read, on the terminal's
+// copySelected puts the selected lock's key, or its value as read, in the form lockscope
+// prints them (present.Escape: binary bytes as \xNN) on the terminal's
 // clipboard with OSC 52 (it reaches the local clipboard over SSH and through tmux with
 // set-clipboard on) and says so in the footer.
 func (m *Model) copySelected(value bool) tea.Cmd {
@@ -289,14 +290,14 @@ func (m *Model) copySelected(value bool) tea.Cmd {
 	}
 	if !value {
 		m.setNotice("copied the key "+l.Key+" to the clipboard (OSC 52)", false)
-		return tea.SetClipboard(l.Key)
+		return tea.SetClipboard(present.Escape(l.Key)) // the form every command takes back
 	}
 	what := "the value of " + l.Key
 	if l.Truncated {
 		what = fmt.Sprintf("the first %d bytes of the value of %s", len(l.Value), l.Key)
 	}
 	m.setNotice("copied "+what+" to the clipboard (OSC 52)", false)
-	return tea.SetClipboard(l.Value)
+	return tea.SetClipboard(present.Escape(l.Value))
 }
 
 // instanceLine is one server's state of the key; it escapes the address and value it shows.
