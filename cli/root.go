@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -55,8 +56,18 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	root.AddCommand(newTUICmd(ios, getenv))
 	root.AddCommand(newDemoCmd(ios, getenv))
 	root.RunE = tuiRunE(ios, getenv) // `lockscope` alone opens the console
+	root.Args = unknownCommand
 	addTUIFlags(root)
 	return root
+}
+
+// unknownCommand refuses arguments to the root command: they are a mistyped command, a usage
+// error (exit code 2).
+func unknownCommand(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return withExit(exitUsage, fmt.Errorf("unknown command %q (lockscope --help lists the commands)", args[0]))
+	}
+	return nil
 }
 
 // quietRedisLog stops go-redis logging failed dials on stderr by itself: lockscope reports

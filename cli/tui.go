@@ -43,7 +43,7 @@ func newTUICmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Long: "A live view of every lock under --pattern: holder, age, TTL counting down, re-entry, fence token;\n" +
 			"force-release (compare-and-delete) and extend behind confirmation dialogs, the audit trail,\n" +
 			"and locklib's live events. Press ? inside for the keys. --read-only hides the actions.",
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: tuiRunE(ios, getenv),
 	}
 	addTUIFlags(cmd)
