@@ -185,4 +185,11 @@ func TestCLICluster(t *testing.T) {
 	if n := len(jsonLines(t, r.stdout)); n != len(keys) {
 		t.Fatalf("%d audit records, want %d", n, len(keys))
 	}
+
+	// docs/acl.md's roles on a cluster (the seed is given without --cluster: the inspector
+	// may tell that it is a cluster node).
+	applyACLRules(t, cl.Nodes, true)
+	aclKeys := []string{"lock:acl:1", "lock:acl:2", "lock:acl:3", "lock:acl:4"}
+	seedACLLocks(t, c, aclKeys)
+	checkACLRoles(t, cl.Addrs[0], c, aclKeys)
 }

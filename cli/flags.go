@@ -111,7 +111,7 @@ func (c connection) open(ctx context.Context, stderr io.Writer) (connect.Target,
 		return connect.Target{}, describeError(t, err)
 	}
 	if t.Notice != "" {
-		printf(stderr, "lockscope: %s\n", t.Notice)
+		printf(stderr, "lockscope: note: %s\n", t.Notice)
 	}
 	for _, err := range down {
 		printf(stderr, "lockscope: warning: %s\n", err)

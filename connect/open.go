@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -92,16 +91,16 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 
 // wholeClusterIfNode turns a standalone target whose server turns out to be a cluster node
 // into a cluster target: without --cluster a census would read that node's share of the keys
-// only, and look complete. Notice says so. A server that does not say (INFO refused by the
-// ACL) stays standalone.
+// only, and look complete. Notice says so. CLUSTER INFO answers only on a cluster node (a
+// standalone server refuses it: cluster support disabled); a server whose ACL refuses it
+// stays standalone.
 func (t Target) wholeClusterIfNode(ctx context.Context, opts []*redis.Options) (Target, []error, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	info, err := t.Clients[0].Info(pctx, "cluster").Result()
-	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
+	if err := t.Clients[0].ClusterInfo(pctx).Err(); err != nil {
 		return t, nil, nil
 	}
 	co, err := clusterOptions(opts, t.secrets)
