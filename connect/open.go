@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func (t Target) wholeClusterIfNode(ctx context.Context, opts []*redis.Options) (
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := t.Clients[0].ClusterInfo(pctx).Err(); err != nil {
+	if info, err := t.Clients[0].ClusterInfo(pctx).Result(); err != nil || !strings.Contains(info, "cluster_state:") {
 		return t, nil, nil
 	}
 	co, err := clusterOptions(opts, t.secrets)
