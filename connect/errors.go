@@ -118,10 +118,10 @@ func deniedPermission(err error, msg string) string {
 		return "may not run " + strings.ToUpper(m[1])
 	}
 	if strings.Contains(msg, "keys") {
-		return "may not access these keys (ACL key pattern)"
+		return "may not access these keys: its ~ key patterns must cover --pattern and the locks' companion keys (docs/acl.md)"
 	}
 	if strings.Contains(msg, "channel") {
-		return "may not use this pub/sub channel"
+		return "may not use this pub/sub channel (docs/acl.md)"
 	}
 	return "lacks a permission this command needs"
 }
