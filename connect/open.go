@@ -41,6 +41,9 @@ const (
 //
 // On a Redlock target servers that do not answer are kept (commands report them per
 // instance) and returned in down, classified; Open fails only when none answers.
+//
+// One server given without Cluster that turns out to be a cluster node is opened as the
+// whole cluster, and the Target's Notice says so.
 func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 	known := secretsOf(cfg)
 	tlsConf, err := tlsConfig(cfg)
