@@ -79,9 +79,14 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
 		args = append(args, strconv.FormatBool(allowShorten))
 	} else {
-		// release.lua wakes locklib's and Redisson's waiters: it needs their queue keys.
-		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key),
-			scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
+		// release.lua wakes locklib's and Redisson's waiters: it needs their queue keys. Only a
+		// hash (args[2]: its field count) can be Redisson's, so only a hash's release names
+		// Redisson's queue, and an ACL that leaves Redisson's keys out keeps every other
+		// release's wake-up (runOn drops all companions when one is refused).
+		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key))
+		if args[2] != "0" {
+			keys = append(keys, scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
+		}
 	}
 
 	res.Instances = make([]InstanceResult, len(a.target.Clients))

@@ -90,6 +90,12 @@ func TestCLITLS(t *testing.T) {
 	if !strings.Contains(r.stderr, "certificate") {
 		t.Errorf("the TLS failure is not explained:\n%s", r)
 	}
+	// A plain connection to the TLS port is closed without a word: the message says why it may be.
+	r = runCLI(t, cliOpts{}, "ls", "--redis", "redis://127.0.0.1:"+strconv.Itoa(tlsPort))
+	expectExit(t, r, exitUnreachable)
+	if !strings.Contains(r.stderr, "rediss://") {
+		t.Errorf("a plain connection to a TLS port does not suggest rediss://:\n%s", r)
+	}
 	bad := filepath.Join(dir, "bad.pem")
 	if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
@@ -149,6 +155,23 @@ func TestCLICluster(t *testing.T) {
 			t.Errorf("%v: instances %v, want the master %s", o["key"], inst, node.Options().Addr)
 		}
 	}
+	// Without --cluster the seed turns out to be a cluster node: the whole cluster is read
+	// all the same, and stderr says so once; a key on another node is found.
+	r = runCLI(t, cliOpts{}, "ls", "--json", "--redis", redisURL(cl.Addrs[0]))
+	expectExit(t, r, exitOK)
+	if n := len(jsonLines(t, r.stdout)); n != len(keys) || strings.Count(r.stderr, "is a cluster node: reading the whole cluster (3 nodes)") != 1 {
+		t.Fatalf("ls of a cluster node without --cluster: %d locks, want %d, and one notice:\n%s", n, len(keys), r)
+	}
+	for _, k := range keys {
+		expectExit(t, runCLI(t, cliOpts{}, "show", k, "--redis", redisURL(cl.Addrs[0])), exitOK)
+	}
+	// Every node is reached with the first URL's credentials: a seed that asks for others is refused.
+	r = runCLI(t, cliOpts{}, "ls", "--cluster", "--redis", redisURL(cl.Addrs[0]), "--redis", "redis://u:pw@"+cl.Addrs[1])
+	expectExit(t, r, exitUsage)
+	if strings.Contains(r.stderr, "pw") || !strings.Contains(r.stderr, "another user, password or TLS setting") {
+		t.Errorf("a seed with other credentials:\n%s", r)
+	}
+
 	// Act on keys owned by every master, through the one seed.
 	for _, k := range keys {
 		r = runCLI(t, cliOpts{}, append([]string{"release", k, "--expect", oldLock}, seed...)...)
@@ -162,4 +185,11 @@ func TestCLICluster(t *testing.T) {
 	if n := len(jsonLines(t, r.stdout)); n != len(keys) {
 		t.Fatalf("%d audit records, want %d", n, len(keys))
 	}
+
+	// docs/acl.md's roles on a cluster (the seed is given without --cluster: the inspector
+	// may tell that it is a cluster node).
+	applyACLRules(t, cl.Nodes, true)
+	aclKeys := []string{"lock:acl:1", "lock:acl:2", "lock:acl:3", "lock:acl:4"}
+	seedACLLocks(t, c, aclKeys)
+	checkACLRoles(t, cl.Addrs[0], c, aclKeys)
 }

@@ -74,6 +74,9 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
+	if opts.Conn.ReadOnly {
+		return withExit(exitUsage, errors.New("demo cannot run with --read-only: its workers write lock:demo:* keys and their fences"))
+	}
 	if opts.JSON && !opts.Headless {
 		return withExit(exitUsage, errors.New("--json needs --headless"))
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -40,7 +41,8 @@ func addConnectionFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringArray(flagRedis, nil, "Redis URL: redis://, rediss:// (TLS) or unix://; repeat for N independent "+
 		"instances (Redlock). Default $"+envRedisURL+", else "+defaultRedisURL+". Password from the URL or $"+envPassword)
-	f.Bool(flagCluster, false, "the --redis URL(s) are seeds of a Redis Cluster")
+	f.Bool(flagCluster, false, "the --redis URL(s) are seeds of a Redis Cluster; every node is reached with the first URL's "+
+		"user, password and TLS. Without it a URL that names a cluster node reads the whole cluster anyway")
 	f.String(flagTLSCA, "", "PEM file of the CA that signs the servers' TLS certificates (implies TLS)")
 	f.Bool(flagTLSInsecure, false, "do not verify the servers' TLS certificates (implies TLS)")
 	f.String(flagPattern, scanner.DefaultPattern, "key pattern of the locks (SCAN MATCH)")
@@ -49,6 +51,19 @@ func addConnectionFlags(root *cobra.Command) {
 	f.String(flagOperator, "", "operator name recorded in the audit trail (default: OS user@host)")
 	// Bad flags are usage errors (exit code 2), in every subcommand.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitUsage, err) })
+}
+
+// validateConnectionFlags refuses values of the shared flags that cannot mean what they say,
+// before any command runs (exit code 2), instead of quietly using the default.
+func validateConnectionFlags(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	if pattern, _ := f.GetString(flagPattern); pattern == "" {
+		return withExit(exitUsage, fmt.Errorf("--%s '': give a key pattern (default %s)", flagPattern, scanner.DefaultPattern))
+	}
+	if stuck, _ := f.GetDuration(flagStuckAfter); stuck <= 0 {
+		return withExit(exitUsage, fmt.Errorf("--%s %v: want a duration above 0 (default %v)", flagStuckAfter, stuck, present.DefaultStuckAfter))
+	}
+	return nil
 }
 
 // connection is what the shared flags say about the deployment: where it is and how to treat
@@ -79,21 +94,23 @@ func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection 
 	c.Config.TLSCAFile, _ = f.GetString(flagTLSCA)
 	c.Config.TLSInsecure, _ = f.GetBool(flagTLSInsecure)
 	c.Config.Password = getenv(envPassword)
-	c.Pattern, _ = f.GetString(flagPattern) // "" is scanner.New's default
+	c.Pattern, _ = f.GetString(flagPattern)
 	c.ReadOnly, _ = f.GetBool(flagReadOnly)
-	if c.StuckAfter, _ = f.GetDuration(flagStuckAfter); c.StuckAfter <= 0 {
-		c.StuckAfter = present.DefaultStuckAfter
-	}
+	c.StuckAfter, _ = f.GetDuration(flagStuckAfter)
 	c.Operator, _ = f.GetString(flagOperator)
 	return c
 }
 
-// open connects (connect.Open) and reports Redlock instances that do not answer on stderr as
-// warnings; the error is ready to return from a run function (exit code, no password).
+// open connects (connect.Open) and reports on stderr what it decided on its own (a cluster
+// node given without --cluster) and Redlock instances that do not answer, as warnings; the
+// error is ready to return from a run function (exit code, no password).
 func (c connection) open(ctx context.Context, stderr io.Writer) (connect.Target, error) {
 	t, down, err := connect.Open(ctx, c.Config)
 	if err != nil {
 		return connect.Target{}, describeError(t, err)
+	}
+	if t.Notice != "" {
+		printf(stderr, "lockscope: note: %s\n", t.Notice)
 	}
 	for _, err := range down {
 		printf(stderr, "lockscope: warning: %s\n", err)

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -49,7 +50,13 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Short:             "Inspect, administer and demonstrate Redis distributed locks",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		PersistentPreRunE: env.apply,
+		// --context fills the flags not given first; then every value is checked.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := env.apply(cmd, args); err != nil {
+				return err
+			}
+			return validateConnectionFlags(cmd)
+		},
 	}
 	addConnectionFlags(root)
 	addContextFlag(root)
@@ -60,8 +67,18 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	root.AddCommand(newTUICmd(ios, env))
 	root.AddCommand(newDemoCmd(ios, getenv))
 	root.RunE = tuiRunE(ios, env) // `lockscope` alone opens the console
+	root.Args = unknownCommand
 	addTUIFlags(root)
 	return root
+}
+
+// unknownCommand refuses arguments to the root command: they are a mistyped command, a usage
+// error (exit code 2).
+func unknownCommand(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return withExit(exitUsage, fmt.Errorf("unknown command %q (lockscope --help lists the commands)", args[0]))
+	}
+	return nil
 }
 
 // quietRedisLog stops go-redis logging failed dials on stderr by itself: lockscope reports

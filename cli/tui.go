@@ -48,7 +48,7 @@ func newTUICmd(ios IOStreams, env *contextEnv) *cobra.Command {
 		Long: "A live view of every lock under --pattern: holder, age, TTL counting down, re-entry, fence token;\n" +
 			"force-release (compare-and-delete) and extend behind confirmation dialogs, the audit trail,\n" +
 			"and locklib's live events. Press ? inside for the keys. --read-only hides the actions.",
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: tuiRunE(ios, env),
 	}
 	addTUIFlags(cmd)

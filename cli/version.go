@@ -18,7 +18,7 @@ func newVersionCmd(ios IOStreams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the lockscope version",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return runVersion(&versionOptions{IO: ios})
 		},

@@ -62,12 +62,34 @@ func (t Target) classifyAt(err error, addr string) error {
 		e.Kind, e.msg = ErrAuth, fmt.Sprintf("authentication failed%s: %s (check the user and password in --redis or $LOCKSCOPE_PASSWORD)", at, msg)
 	case strings.Contains(msg, "NOPERM"):
 		e.Kind, e.msg = ErrPermission, fmt.Sprintf("missing ACL permission%s: the Redis user %s (%s)", at, deniedPermission(err, msg), msg)
+	case strings.Contains(msg, "cluster support disabled"):
+		e.Kind, e.msg = ErrBadConfig, fmt.Sprintf("--cluster, but the server%s is not a cluster node (%s): drop --cluster", at, msg)
+	case strings.Contains(msg, "DB index is out of range"):
+		e.Kind, e.msg = ErrBadConfig, fmt.Sprintf("the database number in --redis does not exist%s (%s): "+
+			"the server has as many as its `databases` setting (16 by default, numbered from 0)", at, msg)
+	case isNotRedis(msg):
+		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("no Redis server%s: something answered, but not in Redis' protocol "+
+			"(an HTTP server?): check the host and port in --redis (%s)", at, msg)
 	case isUnreachable(err):
-		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("cannot reach Redis%s: %s", at, msg)
+		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("cannot reach Redis%s: %s%s", at, msg, t.plainEOFHint(err))
 	default:
 		e.msg = msg
 	}
 	return e
+}
+
+// isNotRedis: the reply was not RESP, e.g. "HTTP/1.1 400 Bad Request" read as a reply.
+func isNotRedis(msg string) bool {
+	return strings.Contains(msg, "invalid reply") || strings.Contains(msg, "HTTP/")
+}
+
+// plainEOFHint explains a connection closed without a word: what a TLS-only port does to a
+// plain connection.
+func (t Target) plainEOFHint(err error) string {
+	if t.tls || !errors.Is(err, io.EOF) {
+		return ""
+	}
+	return " (the server closed the connection: if it wants TLS, use a rediss:// URL)"
 }
 
 func isAuthFailure(err error, msg string) bool {
@@ -96,10 +118,10 @@ func deniedPermission(err error, msg string) string {
 		return "may not run " + strings.ToUpper(m[1])
 	}
 	if strings.Contains(msg, "keys") {
-		return "may not access these keys (ACL key pattern)"
+		return "may not access these keys: its ~ key patterns must cover --pattern and the locks' companion keys (docs/acl.md)"
 	}
 	if strings.Contains(msg, "channel") {
-		return "may not use this pub/sub channel"
+		return "may not use this pub/sub channel (docs/acl.md)"
 	}
 	return "lacks a permission this command needs"
 }

@@ -3,6 +3,7 @@ package connect
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,10 @@ func TestClassifyKinds(t *testing.T) {
 		{deniedInScript{"DEL"}, ErrPermission, "may not run DEL"},
 		{errors.New("dial tcp h:1: connect: connection refused (pw hunter2)"), ErrUnreachable, "cannot reach Redis at h:1"},
 		{fmt.Errorf("every server is down: %w", ErrUnreachable), ErrUnreachable, "cannot reach Redis at h:1"},
+		{errors.New("ERR This instance has cluster support disabled"), ErrBadConfig, "drop --cluster"},
+		{errors.New("ERR DB index is out of range"), ErrBadConfig, "`databases` setting"},
+		{errors.New(`redis: invalid reply: "HTTP/1.1 400 Bad Request"`), ErrUnreachable, "not in Redis' protocol"},
+		{fmt.Errorf("read: %w", io.EOF), ErrUnreachable, "use a rediss:// URL"},
 		{errors.New("something else"), nil, "something else"},
 	}
 	for _, c := range cases {
@@ -38,6 +43,9 @@ func TestClassifyKinds(t *testing.T) {
 		if strings.Contains(got.Error(), "hunter2") {
 			t.Errorf("the password was not redacted: %q", got)
 		}
+	}
+	if got := (Target{tls: true}).classifyAt(io.EOF, "h:1"); strings.Contains(got.Error(), "rediss://") {
+		t.Errorf("a TLS connection closed is told to use TLS: %v", got)
 	}
 	if got := target.Classify(nil); got != nil {
 		t.Errorf("Classify(nil) = %v", got)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ const (
 //
 // On a Redlock target servers that do not answer are kept (commands report them per
 // instance) and returned in down, classified; Open fails only when none answers.
+//
+// One server given without Cluster that turns out to be a cluster node is opened as the
+// whole cluster, and the Target's Notice says so.
 func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 	known := secretsOf(cfg)
 	tlsConf, err := tlsConfig(cfg)
@@ -56,11 +60,15 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 		return Target{}, nil, &Error{Kind: ErrBadConfig, msg: "no --redis URL"}
 	}
 
-	t = Target{secrets: known}
+	t = Target{secrets: known, tls: opts[0].TLSConfig != nil}
 	switch {
 	case cfg.Cluster:
+		co, err := clusterOptions(opts, known)
+		if err != nil {
+			return Target{}, nil, err
+		}
 		t.Mode = Cluster
-		t.Clients = []redis.UniversalClient{redis.NewClusterClient(clusterOptions(opts))}
+		t.Clients = []redis.UniversalClient{redis.NewClusterClient(co)}
 		for _, o := range opts {
 			t.Addrs = append(t.Addrs, o.Addr)
 		}
@@ -79,7 +87,56 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 		t.Close()
 		return Target{}, nil, err
 	}
+	if t.Mode == Standalone {
+		return t.wholeClusterIfNode(ctx, opts)
+	}
 	return t, down, nil
+}
+
+// wholeClusterIfNode turns a standalone target whose server turns out to be a cluster node
+// into a cluster target: without --cluster a census would read that node's share of the keys
+// only, and look complete. Notice says so. CLUSTER INFO answers only on a cluster node (a
+// standalone server refuses it: cluster support disabled); a server whose ACL refuses it
+// stays standalone.
+func (t Target) wholeClusterIfNode(ctx context.Context, opts []*redis.Options) (Target, []error, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if info, err := t.Clients[0].ClusterInfo(pctx).Result(); err != nil || !strings.Contains(info, "cluster_state:") {
+		return t, nil, nil
+	}
+	co, err := clusterOptions(opts, t.secrets)
+	if err != nil {
+		t.Close()
+		return Target{}, nil, err
+	}
+	whole := Target{Mode: Cluster, Addrs: t.Addrs, secrets: t.secrets, tls: t.tls,
+		Clients: []redis.UniversalClient{redis.NewClusterClient(co)}}
+	t.Close()
+	if _, err := whole.ping(ctx); err != nil {
+		whole.Close()
+		return Target{}, nil, err
+	}
+	nodes := "its nodes"
+	if slots, err := whole.Clients[0].ClusterSlots(pctx).Result(); err == nil {
+		nodes = fmt.Sprintf("%d nodes", countNodes(slots))
+	}
+	whole.Notice = fmt.Sprintf("%s is a cluster node: reading the whole cluster (%s); pass --cluster to skip this check",
+		whole.Addrs[0], nodes)
+	return whole, nil, nil
+}
+
+// countNodes is how many servers (masters and replicas) serve the slots.
+func countNodes(slots []redis.ClusterSlot) int {
+	seen := map[string]bool{}
+	for _, s := range slots {
+		for _, n := range s.Nodes {
+			seen[n.Addr] = true
+		}
+	}
+	return len(seen)
 }
 
 // parseURL parses one URL and applies the TLS config and the fallback password.
@@ -119,7 +176,24 @@ func parseURL(raw, password string, tlsConf *tls.Config, known secrets) (*redis.
 	}
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = dialTimeout, ioTimeout, ioTimeout
 	o.MaxRetries, o.DialerRetries = 1, dialRetries
+	o.OnConnect = nameConnection
 	return o, nil
+}
+
+// ClientName is the name every connection lockscope opens gives itself (CLIENT SETNAME), so
+// operators can tell it apart in CLIENT LIST.
+const ClientName = "lockscope"
+
+// nameConnection sets ClientName on a new connection. A user whose ACL refuses CLIENT SETNAME
+// still connects: the name is a courtesy. It is not go-redis' ClientName option, which
+// makes the name a condition of connecting.
+func nameConnection(ctx context.Context, cn *redis.Conn) error {
+	err := cn.ClientSetName(ctx, ClientName).Err()
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		return nil
+	}
+	return err
 }
 
 func validPort(port string) bool {
@@ -149,9 +223,16 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 }
 
 // clusterOptions makes cluster options with every URL as a seed and the first one's
-// credentials and TLS.
-func clusterOptions(opts []*redis.Options) *redis.ClusterOptions {
+// credentials and TLS, used for every node the cluster names: seeds that ask for other
+// credentials or another TLS setting are refused rather than silently overridden.
+func clusterOptions(opts []*redis.Options, known secrets) (*redis.ClusterOptions, error) {
 	first := opts[0]
+	for _, o := range opts[1:] {
+		if o.Username != first.Username || o.Password != first.Password || (o.TLSConfig == nil) != (first.TLSConfig == nil) {
+			return nil, &Error{Kind: ErrBadConfig, msg: known.redact(fmt.Sprintf(
+				"--cluster: the seed %s has another user, password or TLS setting than %s: every node is reached with the first URL's", o.Addr, first.Addr))}
+		}
+	}
 	co := &redis.ClusterOptions{
 		Username:      first.Username,
 		Password:      first.Password,
@@ -161,11 +242,12 @@ func clusterOptions(opts []*redis.Options) *redis.ClusterOptions {
 		WriteTimeout:  ioTimeout,
 		MaxRetries:    1,
 		DialerRetries: dialRetries,
+		OnConnect:     nameConnection,
 	}
 	for _, o := range opts {
 		co.Addrs = append(co.Addrs, o.Addr)
 	}
-	return co
+	return co, nil
 }
 
 // ping checks every client. A NOPERM reply to PING still proves the server is there and the

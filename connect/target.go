@@ -44,8 +44,12 @@ type Target struct {
 	Mode    Mode
 	Clients []redis.UniversalClient // one for Standalone and Cluster, N for Redlock
 	Addrs   []string                // display addresses, same order as Clients (no credentials)
+	// Notice is what Open decided that the command line did not say (a server given without
+	// --cluster is a cluster node: the whole cluster is read), for the user; "" when nothing.
+	Notice string
 
 	secrets secrets // the passwords of the URLs it was opened from
+	tls     bool    // the connections use TLS (an error from a plain one may mean the server wants it)
 }
 
 // Close closes every client of the target.
