@@ -46,10 +46,10 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	env := &contextEnv{base: getenv}
 	getenv = env.getenv // the commands see --context's password as $LOCKSCOPE_PASSWORD
 	root := &cobra.Command{
-		Use:               "lockscope",
-		Short:             "Inspect, administer and demonstrate Redis distributed locks",
-		SilenceUsage:      true,
-		SilenceErrors:     true,
+		Use:           "lockscope",
+		Short:         "Inspect, administer and demonstrate Redis distributed locks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		// --context fills the flags not given first; then every value is checked.
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if err := env.apply(cmd, args); err != nil {
