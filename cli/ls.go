@@ -85,7 +85,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 	var sink lsSink
 	switch {
 	case opts.JSON && order == scanOrder:
-		sink = &jsonStream{out: out, limit: opts.Limit}
+		sink = &jsonStream{out: out, limit: opts.Limit, clocks: sc.Clocks(ctx)}
 	case opts.JSON:
 		// The records are most of the heap and all stay until the end: with the collector's
 		// usual headroom (as much again as the live heap) a million of them peaked at 450 MB.
@@ -93,7 +93,7 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		if os.Getenv("GOGC") == "" {
 			defer debug.SetGCPercent(debug.SetGCPercent(rankedGCPercent))
 		}
-		sink = &jsonRanked{out: out, ranking: present.NewRanking[recordRef](by, false, opts.Limit), records: newLockRecords()}
+		sink = &jsonRanked{out: out, ranking: present.NewRanking[recordRef](by, false, opts.Limit), records: newLockRecords(), clocks: sc.Clocks(ctx)}
 	case order == scanOrder:
 		sink = newTableStream(out, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx)})
 	default:
@@ -131,7 +131,8 @@ type jsonStream struct {
 	out     *bufio.Writer
 	limit   int // 0: all
 	written int
-	line    []byte // reused from lock to lock
+	line    []byte         // reused from lock to lock
+	clocks  scanner.Clocks // the servers' clocks: ages are measured on them
 }
 
 func (s *jsonStream) add(locks []scanner.Lock) error {
@@ -139,7 +140,7 @@ func (s *jsonStream) add(locks []scanner.Lock) error {
 		if s.limit > 0 && s.written == s.limit {
 			break
 		}
-		s.line = appendLockJSON(s.line[:0], &locks[i])
+		s.line = appendLockJSON(s.line[:0], &locks[i], s.clocks.Now(&locks[i], locks[i].FetchedAt))
 		if err := writeRendered(s.out, s.line); err != nil {
 			return err
 		}
@@ -160,6 +161,7 @@ type jsonRanked struct {
 	out     *bufio.Writer
 	ranking *present.Ranking[recordRef]
 	records *lockRecords
+	clocks  scanner.Clocks
 }
 
 func (s *jsonRanked) add(locks []scanner.Lock) error {
@@ -185,7 +187,7 @@ func (s *jsonRanked) finish() error {
 			if l.Quorum != nil {
 				instances = l.Quorum.Instances
 			}
-			lines = appendLockJSON(lines, &l)
+			lines = appendLockJSON(lines, &l, s.clocks.Now(&l, l.FetchedAt))
 		}
 		if err := writeRendered(s.out, lines); err != nil {
 			return err

@@ -37,7 +37,9 @@ type instanceJSON struct {
 	TTLMs *int64  `json:"ttl_ms"`
 }
 
-func toLockJSON(l *scanner.Lock) lockJSON {
+// toLockJSON is l as `ls --json` shows it; now is the time of its read on its server's clock
+// (scanner.Clocks), which ages are measured on.
+func toLockJSON(l *scanner.Lock, now time.Time) lockJSON {
 	j := lockJSON{
 		Key:       present.Escape(l.Key),
 		Format:    string(l.Format),
@@ -49,8 +51,11 @@ func toLockJSON(l *scanner.Lock) lockJSON {
 	}
 	if !l.AcquiredAt.IsZero() {
 		at := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
-		age := l.Age(l.FetchedAt).Milliseconds()
-		j.AcquiredAt, j.AgeMs = &at, &age
+		j.AcquiredAt = &at
+		if present.Skew(l, now) == 0 { // a stamp ahead of the server's clock has no age
+			age := max(l.Age(now), 0).Milliseconds()
+			j.AgeMs = &age
+		}
 	}
 	if l.Reentry > 0 {
 		j.Reentry = &l.Reentry
@@ -77,9 +82,9 @@ func ttlMs(ttl time.Duration, noExpiry bool) int64 {
 	return ttl.Milliseconds()
 }
 
-// appendLockJSON appends l's line of `ls --json`, newline included.
-func appendLockJSON(b []byte, l *scanner.Lock) []byte {
-	j := toLockJSON(l)
+// appendLockJSON appends l's line of `ls --json`, newline included; now as toLockJSON's.
+func appendLockJSON(b []byte, l *scanner.Lock, now time.Time) []byte {
+	j := toLockJSON(l, now)
 	return j.appendTo(b)
 }
 

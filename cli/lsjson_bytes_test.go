@@ -37,10 +37,10 @@ func TestLockJSONEveryByteAsEncodingJSON(t *testing.T) {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(toLockJSON(l)); err != nil {
+		if err := enc.Encode(toLockJSON(l, l.FetchedAt)); err != nil {
 			t.Fatal(err)
 		}
-		got := appendLockJSON(nil, l)
+		got := appendLockJSON(nil, l, l.FetchedAt)
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("%q:\n got %s\nwant %s", s, got, want.Bytes())
 		}

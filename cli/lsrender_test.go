@@ -35,10 +35,10 @@ func TestLockJSONAppendsAsEncodingJSON(t *testing.T) {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(toLockJSON(l)); err != nil {
+		if err := enc.Encode(toLockJSON(l, l.FetchedAt)); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendLockJSON(nil, l); !bytes.Equal(got, want.Bytes()) {
+		if got := appendLockJSON(nil, l, l.FetchedAt); !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("%q:\n got %s\nwant %s", l.Key, got, want.Bytes())
 		}
 	}
@@ -96,7 +96,7 @@ func TestLockRecordsRenderAsTheLock(t *testing.T) {
 	var instances []scanner.Instance
 	for i, l := range locks {
 		back := records.lock(records.record(kept[i]), instances)
-		if got, want := appendLockJSON(nil, &back), appendLockJSON(nil, l); !bytes.Equal(got, want) {
+		if got, want := appendLockJSON(nil, &back, back.FetchedAt), appendLockJSON(nil, l, l.FetchedAt); !bytes.Equal(got, want) {
 			t.Errorf("%q:\n got %s\nwant %s", l.Key, got, want)
 		}
 	}

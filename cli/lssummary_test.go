@@ -85,6 +85,24 @@ func TestCLIAgesOnTheServersClock(t *testing.T) {
 	if !strings.Contains(r.stdout, "2 locks, 0 without expiry, 0 stuck (held > 5m00s), 1 with clock skew") {
 		t.Errorf("summary:\n%s", r.stdout)
 	}
+	// --json, streamed and sorted: the same ages, none (null) for a stamp ahead of the clock.
+	for _, sort := range []string{"none", "key"} {
+		r = runCLI(t, cliOpts{}, "ls", "--json", "--sort", sort, "--redis", url)
+		expectExit(t, r, exitOK)
+		for _, obj := range jsonLines(t, r.stdout) {
+			age, _ := obj["age_ms"].(float64)
+			switch obj["key"] {
+			case "lock:ahead":
+				if obj["age_ms"] != nil {
+					t.Errorf("--sort %s: lock:ahead age_ms %v, want null (clock skew)", sort, obj["age_ms"])
+				}
+			case "lock:past":
+				if age < 90_000 || age > 100_000 {
+					t.Errorf("--sort %s: lock:past age_ms %v, want about 90000", sort, obj["age_ms"])
+				}
+			}
+		}
+	}
 	r = runCLI(t, cliOpts{}, "show", "lock:ahead", "--redis", url)
 	expectExit(t, r, exitOK)
 	if !strings.Contains(r.stdout, "ahead of the server's clock: clock skew, age unknown") {

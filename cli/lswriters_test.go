@@ -31,7 +31,7 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, stuckAfter time.Duratio
 func writeLocksJSON(w io.Writer, locks []*scanner.Lock) error {
 	var b []byte
 	for _, l := range locks {
-		b = appendLockJSON(b, l)
+		b = appendLockJSON(b, l, l.FetchedAt)
 	}
 	_, err := w.Write(b)
 	return err

@@ -67,14 +67,14 @@ func runShow(ctx context.Context, opts *showOptions) error {
 	}
 	// A list, a set, ... under the pattern: its TTL, or lack of one, says nothing about a lock.
 	notALock := l.Format == scanner.FormatNotALock
+	now := sc.Clocks(ctx).Now(&l, l.FetchedAt) // ages on the server's clock: the one values are stamped with
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
-		err = enc.Encode(toShowJSON(&l, down))
+		err = enc.Encode(toShowJSON(&l, now, down))
 	case !notALock:
-		// Ages on the server's clock: the one the value was stamped with.
-		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, sc.Clocks(ctx).Now(&l, l.FetchedAt), down)
+		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, now, down)
 	}
 	if err == nil && notALock {
 		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", key, l.Type))
@@ -148,8 +148,8 @@ type showInstanceJSON struct {
 	Error *string `json:"error"`
 }
 
-func toShowJSON(l *scanner.Lock, down map[string]string) showJSON {
-	j := showJSON{lockJSON: toLockJSON(l), Type: l.Type, Truncated: l.Truncated, Decoded: decodedValue(l)}
+func toShowJSON(l *scanner.Lock, now time.Time, down map[string]string) showJSON {
+	j := showJSON{lockJSON: toLockJSON(l, now), Type: l.Type, Truncated: l.Truncated, Decoded: decodedValue(l)}
 	j.Instances = make([]showInstanceJSON, len(j.lockJSON.Instances))
 	for i, in := range j.lockJSON.Instances {
 		j.Instances[i] = showInstanceJSON{instanceJSON: in, State: "absent"}
