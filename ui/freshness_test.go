@@ -88,6 +88,15 @@ func TestAgesOnTheServersClock(t *testing.T) {
 	if row := rowOf(t, scr, "lock:ahead"); !strings.Contains(row, " skew ") {
 		t.Errorf("lock:ahead: want AGE skew: %q", row)
 	}
+	// The status bar counts stuck locks on the same clock (on the local one, lock:behind has
+	// been held an hour), and so does the is:stuck filter.
+	if top := strings.SplitN(scr, "\n", 2)[0]; !strings.Contains(top, "stuck 0") {
+		t.Errorf("status bar: want stuck 0 on the server's clock: %q", top)
+	}
+	typeKeys(m, "/", "is:stuck", "enter")
+	if scr := screen(m); strings.Contains(scr, "lock:behind") {
+		t.Errorf("is:stuck keeps lock:behind, held 30s on the server's clock:\n%s", scr)
+	}
 }
 
 // TestFreshRowShowsNoMoreThanItWasReadWith: a record that arrives between two ticks is drawn

@@ -91,9 +91,18 @@ func (v viewIndex) indexOf(key string) int {
 }
 
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
-func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
+// viewClock is what a view build measures rows against: the local time (TTLs count down on
+// it), the servers' clocks (ages, and so stuck locks, are measured on them) and the threshold
+// of a stuck lock.
+type viewClock struct {
+	now        time.Time
+	clocks     scanner.Clocks
+	stuckAfter time.Duration
+}
+
+func buildView(all []*lockRow, q viewQuery, vc viewClock) viewIndex {
 	rank := present.NewRanking[string](q.sort, q.desc, 0)
-	matched, counts := rankRows(all, q, now, stuckAfter, nil, rowKey, rank)
+	matched, counts := rankRows(all, q, vc, nil, rowKey, rank)
 	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
 
@@ -105,7 +114,7 @@ func sameRow(r *lockRow) *lockRow { return r }
 // pass without a sort of the rest: the last ones are the first of the reverse order (the
 // order is total: ties are broken by key). The pass is split across the cores: each part
 // keeps its own first and last rows, and the view's are the first and last of those.
-func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, limit int) viewIndex {
+func buildPartialView(all []*lockRow, q viewQuery, vc viewClock, outdated func() bool, limit int) viewIndex {
 	type part struct {
 		head, tail *present.Ranking[*lockRow]
 		matched    int
@@ -118,7 +127,7 @@ func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter tim
 		p.head = present.NewRanking[*lockRow](q.sort, q.desc, limit)
 		p.tail = present.NewRanking[*lockRow](q.sort, !q.desc, limit)
 		wg.Go(func() {
-			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, now, stuckAfter, outdated, sameRow, p.head, p.tail)
+			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, vc, outdated, sameRow, p.head, p.tail)
 		})
 	}
 	wg.Wait()
@@ -168,7 +177,7 @@ func rankedKeys(rank *present.Ranking[string], n int) []string {
 // rankRows counts the census and adds the rows the filter lets through to each ranking, as
 // rowOf makes them (the rows themselves are not needed after it when that is their key). It
 // stops early, with partial figures, once outdated (nil: never) says nobody wants them.
-func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
+func rankRows[T any](all []*lockRow, q viewQuery, vc viewClock, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
 	counts.total = len(all)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
 	for i, r := range all {
@@ -176,18 +185,19 @@ func rankRows[T any](all []*lockRow, q viewQuery, now time.Time, stuckAfter time
 			break
 		}
 		r.fill(&l)
+		serverNow := vc.clocks.Now(&l, vc.now)
 		switch {
 		case l.Format == scanner.FormatNotALock: // no lock: its TTL, or lack of one, says nothing
 			counts.other++
 		case l.NoExpiry:
 			counts.noExpiry++
-		case l.RemainingAt(now) <= expiringSoon:
+		case l.RemainingAt(vc.now) <= expiringSoon:
 			counts.soon++
 		}
-		if l.Format != scanner.FormatNotALock && present.Stuck(&l, now, stuckAfter) {
+		if l.Format != scanner.FormatNotALock && present.Stuck(&l, serverNow, vc.stuckAfter) {
 			counts.stuck++
 		}
-		if q.filter.match(&l, now, stuckAfter) {
+		if q.filter.match(&l, serverNow, vc.stuckAfter) {
 			matched++
 			for _, rank := range ranks {
 				rank.Add(&l, rowOf(r))

@@ -345,13 +345,13 @@ func (m *Model) requestViewOf(snap []*lockRow) tea.Cmd {
 		snap = m.locks.snapshot()
 	}
 	if len(snap) <= m.syncLimit {
-		idx := buildView(snap, m.query, m.clock(), m.stuckAfter)
+		idx := buildView(snap, m.query, m.viewClock())
 		m.installView(idx, indexOfKey(idx.rows, m.table.selKey))
 		m.viewGen = m.queryGen
 		return nil
 	}
 	m.building = true
-	return buildViewCmd(snap, m.query, m.queryGen, m.latestQuery, m.clock(), m.stuckAfter, m.table.selKey)
+	return buildViewCmd(snap, m.query, m.queryGen, m.latestQuery, m.viewClock(), m.table.selKey)
 }
 
 // onViewBuilt installs a finished build unless the query changed meanwhile (then it is
@@ -414,11 +414,16 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 		return m.requestView()
 	}
 	snap := m.locks.snapshot() // for both: the full build starts when the partial view is out
-	partial := partialViewCmd(snap, q, m.queryGen, m.latestQuery, m.clock(), m.stuckAfter, partialPages*max(m.table.height, 1))
+	partial := partialViewCmd(snap, q, m.queryGen, m.latestQuery, m.viewClock(), partialPages*max(m.table.height, 1))
 	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census
+// viewClock is what a view build measures rows against now: the servers' clocks as last heard.
+func (m *Model) viewClock() viewClock {
+	return viewClock{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter}
+}
+
 // and the view index does not know yet).
 func (m *Model) selected() *scanner.Lock {
 	if m.table.selKey == "" {

@@ -38,9 +38,9 @@ func TestPartialViewIsTheFullViewsEnds(t *testing.T) {
 		for _, sort := range []present.Sort{present.SortByKey, present.SortByTTL, present.SortByAge, present.SortByHolder} {
 			for _, desc := range []bool{false, true} {
 				q := viewQuery{filter: newMatcher(filter), sort: sort, desc: desc}
-				full := buildView(set.snapshot(), q, t0, time.Hour)
+				full := buildView(set.snapshot(), q, viewClock{now: t0, stuckAfter: time.Hour})
 				for _, limit := range []int{1, 37, len(full.rows), len(full.rows) + 5} {
-					part := buildPartialView(set.snapshot(), q, t0, time.Hour, nil, limit)
+					part := buildPartialView(set.snapshot(), q, viewClock{now: t0, stuckAfter: time.Hour}, nil, limit)
 					if part.len() != len(full.rows) || part.counts != full.counts {
 						t.Fatalf("filter %q, %v desc=%v, limit %d: %d rows, want %d", filter, sort, desc, limit, part.len(), len(full.rows))
 					}
@@ -162,8 +162,8 @@ func TestOutdatedBuildStopsEarly(t *testing.T) {
 	latest.Store(2)
 	q := viewQuery{sort: present.SortByTTL}
 	for gen, want := range map[uint64]int{1: 0, 2: 3 * outdatedEvery} {
-		built := buildViewCmd(set.snapshot(), q, gen, latest, t0, time.Hour, "")().(viewBuiltMsg)
-		part := partialViewCmd(set.snapshot(), q, gen, latest, t0, time.Hour, 10)().(viewPartialMsg)
+		built := buildViewCmd(set.snapshot(), q, gen, latest, viewClock{now: t0, stuckAfter: time.Hour}, "")().(viewBuiltMsg)
+		part := partialViewCmd(set.snapshot(), q, gen, latest, viewClock{now: t0, stuckAfter: time.Hour}, 10)().(viewPartialMsg)
 		if len(built.index.rows) != want || part.index.len() != want {
 			t.Fatalf("generation %d of 2: the build ranked %d rows, the partial view counted %d, want %d", gen, len(built.index.rows), part.index.len(), want)
 		}

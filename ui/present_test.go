@@ -21,7 +21,7 @@ func TestTableAgreesWithCLI(t *testing.T) {
 	for sort, order := range presenttest.Orders {
 		set := newLockSet()
 		set.apply(derefAll(presenttest.Locks()), 1)
-		v := buildView(set.snapshot(), viewQuery{filter: newMatcher(""), sort: sort}, presenttest.Now, presenttest.StuckAfter)
+		v := buildView(set.snapshot(), viewQuery{filter: newMatcher(""), sort: sort}, viewClock{now: presenttest.Now, stuckAfter: presenttest.StuckAfter})
 		rc := rowContext{now: presenttest.Now, stuckAfter: presenttest.StuckAfter,
 			span: func(string) time.Duration { return 0 }, st: monoStyles()}
 		locks := make([]*scanner.Lock, len(v.rows))

@@ -292,7 +292,7 @@ func TestTableShowsARemovedKeyAsGone(t *testing.T) {
 	s := newLockSet()
 	s.apply([]scanner.Lock{{Key: "lock:kept", Node: "node-kept", Value: "node-kept:-:1:ff", TTL: time.Minute, FetchedAt: t0},
 		{Key: "lock:removed", Node: "node-removed", Value: "node-removed:-:1:ff", TTL: time.Minute, FetchedAt: t0}}, 1)
-	v := buildView(s.snapshot(), viewQuery{}, t0, time.Hour)
+	v := buildView(s.snapshot(), viewQuery{}, viewClock{now: t0, stuckAfter: time.Hour})
 	s.remove("lock:removed")
 	tbl := lockTable{height: 5}
 	rc := rowContext{now: t0, span: s.span, st: monoStyles()}
