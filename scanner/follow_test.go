@@ -161,6 +161,32 @@ func TestFollowFallsBackWhenTrackingRefused(t *testing.T) {
 	waitFor(t, updates, 5*time.Second, "the short key gone", func(u Update) bool { l, ok := lockIn(u, "lock:f:short"); return ok && l.Gone })
 }
 
+// TestFollowNotificationsRefusedByACL: where the server sends keyspace notifications but the
+// user's channel rules leave them out, the refusal comes as the subscription's answer: the
+// follower warns and follows by tracking instead of reporting notifications it never gets.
+func TestFollowNotificationsRefusedByACL(t *testing.T) {
+	srv, c, _ := startStandalone(t)
+	ctx := testCtx(t)
+	must(t, c.ConfigSet(ctx, "notify-keyspace-events", "KA").Err())
+	loadLocks(t, c, "n", 5)
+	must(t, c.Do(ctx, "ACL", "SETUSER", "nokeyspace", "on", ">pw", "~*", "resetchannels",
+		"&"+invalidateChannel, "&"+protocol.EventsChannel, "+@all").Err())
+	lc := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "nokeyspace", Password: "pw"})
+	t.Cleanup(func() { lc.Close() })
+	updates := New(standalone(lc, srv.Addr), Options{Interval: time.Hour}).Follow(ctx).Updates()
+	warning := waitFor(t, updates, 10*time.Second, "the refusal warning", func(u Update) bool { return u.Kind == UpdateWarning })
+	if !strings.Contains(warning.Warning, "keyspace notifications unavailable") {
+		t.Fatalf("warning %q", warning.Warning)
+	}
+	f := waitFor(t, updates, 10*time.Second, "following status", func(u Update) bool { return u.Kind == UpdateFollowing })
+	if f.Following.Summary() != "tracking" {
+		t.Fatalf("following %q, want tracking", f.Following.Summary())
+	}
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	must(t, c.Set(ctx, "lock:n:changed", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
+	waitFor(t, updates, 5*time.Second, "the new key, heard by tracking", func(u Update) bool { _, ok := lockIn(u, "lock:n:changed"); return ok })
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -219,8 +219,13 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 	if len(channels) > 0 {
 		err = sub.Subscribe(ctx, channels...)
 	}
+	subscriptions := len(channels)
 	if err == nil && mech == FollowNotifications {
 		err = sub.PSubscribe(ctx, fmt.Sprintf("__keyspace@%d__:%s", o.DB, s.opts.Pattern))
+		subscriptions++
+	}
+	if err == nil {
+		err = s.confirmSubscriptions(ctx, sub, subscriptions, dirty)
 	}
 	if err != nil && isReply(err) {
 		sub.Close()
@@ -228,6 +233,30 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 		return err
 	}
 	go s.forwardHints(ctx, sub, client, dirty, reconnected)
+	return nil
+}
+
+// subscribeConfirmWait bounds the wait for the server's answers to the subscriptions.
+const subscribeConfirmWait = 5 * time.Second
+
+// confirmSubscriptions waits for the server's answer to each of n subscriptions: go-redis
+// sends them without reading the replies, so a refusal (an ACL whose channel rules leave out
+// the keyspace pattern) would otherwise surface at the first read only, after the mechanism
+// was reported in use. Messages that arrive meanwhile are heard as usual. A network error or
+// no answer in time is not a refusal: go-redis subscribes again when it reconnects.
+func (s *Scanner) confirmSubscriptions(ctx context.Context, sub *redis.PubSub, n int, dirty *dirtyKeys) error {
+	for n > 0 {
+		msg, err := sub.ReceiveTimeout(ctx, subscribeConfirmWait)
+		if err != nil {
+			return err
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			n--
+		case *redis.Message:
+			s.hear(m, dirty)
+		}
+	}
 	return nil
 }
 
@@ -314,14 +343,17 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *r
 			sleepCtx(ctx, 100*time.Millisecond) // as PubSub.Channel does after an error
 			continue
 		}
-		m, ok := msg.(*redis.Message)
-		if !ok {
-			continue // a subscription's confirmation or a pong
+		if m, ok := msg.(*redis.Message); ok { // else a subscription's confirmation or a pong
+			s.hear(m, dirty)
 		}
-		for _, key := range hintKeys(m) {
-			if MatchGlob(s.opts.Pattern, key) && !companionIn(s.opts.Pattern, key) {
-				dirty.add(key)
-			}
+	}
+}
+
+// hear marks the keys under the pattern that m is about for a re-read.
+func (s *Scanner) hear(m *redis.Message, dirty *dirtyKeys) {
+	for _, key := range hintKeys(m) {
+		if MatchGlob(s.opts.Pattern, key) && !companionIn(s.opts.Pattern, key) {
+			dirty.add(key)
 		}
 	}
 }
