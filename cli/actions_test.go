@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,47 @@ func TestCLIReleaseAsksOnTheTerminal(t *testing.T) {
 		if _, held := redistest.Value(t, c, "lock:old"); held == tc.released {
 			t.Fatalf("answer %q: lock held=%v", tc.answer, held)
 		}
+	}
+	// Each answer is in the audit trail, the two No's as declined.
+	r := runCLI(t, cliOpts{}, "audit", "--json", "--redis", redisURL(s.Addr))
+	var results []any
+	for _, o := range jsonLines(t, r.stdout) {
+		results = append(results, o["result"])
+	}
+	if want := []any{"released", "declined", "declined"}; !slices.Equal(results, want) {
+		t.Errorf("audit results %v, want %v (newest first)", results, want)
+	}
+}
+
+// TestCLIAuditRecordsStoppedAttempts: an attempt that stops before its script runs is recorded
+// too, with why, as docs/cli.md promises for every attempt.
+func TestCLIAuditRecordsStoppedAttempts(t *testing.T) {
+	s := redistest.Start(t)
+	seedLocks(t, s.Client())
+	url := redisURL(s.Addr)
+	expectExit(t, runCLI(t, cliOpts{}, "release", "lock:old", "--reason", "INC-9", "--redis", url), exitUsage)
+	expectExit(t, runCLI(t, cliOpts{}, "extend", "lock:nothing", "--ttl", "1m", "--yes", "--redis", url), exitGone)
+	expectExit(t, runCLI(t, cliOpts{}, "release", "lock:list", "--yes", "--redis", url), exitOther)
+
+	r := runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	objs := jsonLines(t, r.stdout)
+	want := []struct{ action, key, result, seen, reason string }{
+		{"release", "lock:list", "not_a_lock", "", ""},
+		{"extend", "lock:nothing", "already_gone", "", ""},
+		{"release", "lock:old", "no_terminal", oldLock, "INC-9"},
+	}
+	if len(objs) != len(want) {
+		t.Fatalf("%d audit records, want %d:\n%s", len(objs), len(want), r.stdout)
+	}
+	for i, w := range want {
+		o := objs[i]
+		if o["action"] != w.action || o["key"] != w.key || o["result"] != w.result || o["seen"] != w.seen || o["reason"] != w.reason {
+			t.Errorf("record %d = %v, want %+v", i, o, w)
+		}
+	}
+	if objs[1]["ttl_ms"] != 60000.0 {
+		t.Errorf("the stopped extend does not record the TTL asked for: %v", objs[1])
 	}
 }
 
