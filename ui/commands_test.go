@@ -38,7 +38,7 @@ func TestReleaseCmdUsesExactValue(t *testing.T) {
 	want := map[string]actions.Outcome{"lock:hash": actions.Released, "lock:long": actions.Released, "lock:moved": actions.ChangedHands}
 	for i := range census.Locks {
 		seen := &census.Locks[i]
-		msg := releaseCmd(ctx, admin, 1, seen)().(actionDoneMsg)
+		msg := releaseCmd(ctx, admin, 1, seen, "test")().(actionDoneMsg)
 		if msg.err != nil || msg.result.Outcome != want[seen.Key] {
 			t.Errorf("%s: outcome %q err %v, want %q", seen.Key, msg.result.Outcome, msg.err, want[seen.Key])
 		}
