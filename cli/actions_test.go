@@ -240,8 +240,12 @@ func TestCLIAudit(t *testing.T) {
 
 	r = runCLI(t, cliOpts{}, "audit", "--limit", "1", "--redis", url)
 	expectExit(t, r, exitOK)
-	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "changed_hands") || !strings.Contains(r.stdout, "1 records") {
+	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "changed_hands") || !strings.HasSuffix(r.stdout, "\n1 record\n") {
 		t.Errorf("audit --limit 1:\n%s", r.stdout)
+	}
+	r = runCLI(t, cliOpts{}, "ls", "--pattern", "lock:fore*", "--redis", url)
+	if !strings.Contains(r.stdout, "\n1 lock, 1 without expiry") {
+		t.Errorf("ls of one lock does not say \"1 lock\":\n%s", r.stdout)
 	}
 	// Reading the trail is allowed in read-only mode.
 	expectExit(t, runCLI(t, cliOpts{}, "audit", "--read-only", "--redis", url), exitOK)

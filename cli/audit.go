@@ -128,6 +128,5 @@ func writeAuditTable(w io.Writer, records []actions.AuditRecord, redact func(str
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	err := printf(w, "%d records\n", len(records))
-	return err
+	return printf(w, "%s\n", present.Count(len(records), "record"))
 }

@@ -126,9 +126,9 @@ func (s *tableSummary) count(r tableRow) {
 }
 
 func (s *tableSummary) write(out *bufio.Writer, total int, stuckAfter time.Duration) error {
-	summary := fmt.Sprintf("%d locks", total)
+	summary := present.Count(total, "lock")
 	if s.shown < total {
-		summary = fmt.Sprintf("%d of %d locks shown", s.shown, total)
+		summary = fmt.Sprintf("%d of %s shown", s.shown, present.Count(total, "lock"))
 	}
 	return printf(out, "%s, %d without expiry, %d stuck (held > %s)\n", summary, s.noExpiry, s.stuck, present.Duration(stuckAfter))
 }

@@ -288,7 +288,7 @@ func TestTUIReadOnlyCannotRelease(t *testing.T) {
 
 	s := startTUI(t, "--redis", "redis://"+srv.Addr, "--read-only")
 	scr := s.waitForText("lock:e2e:ro", 30*time.Second)
-	if !strings.Contains(scr, "READ-ONLY") {
+	if !strings.Contains(scr, "READ-ONLY") || !strings.Contains(scr, "│ 1 lock │") {
 		t.Fatalf("no read-only badge:\n%s", scr)
 	}
 	if strings.Contains(scr, "force-release") {

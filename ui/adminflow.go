@@ -168,7 +168,7 @@ func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (s
 				failed++
 			}
 		}
-		text += fmt.Sprintf(" (partial: %d of %d instances failed)", failed, len(r.Instances))
+		text += fmt.Sprintf(" (partial: %d of %s failed)", failed, present.Count(len(r.Instances), "instance"))
 		bad = true
 	}
 	return text, bad

@@ -103,9 +103,9 @@ func (s statusBar) view(width int, now time.Time, counts lockCounts, shown int, 
 	default:
 		conn = segment{st.warning.Render("◌ connecting…"), 9}
 	}
-	count := strconv.Itoa(counts.total) + " locks"
+	count := present.Count(counts.total, "lock")
 	if filtered {
-		count = fmt.Sprintf("%d/%d locks", shown, counts.total)
+		count = fmt.Sprintf("%d/%s", shown, present.Count(counts.total, "lock"))
 	}
 	kv := func(k, v string) string { return st.statusKey.Render(k) + st.statusVal.Render(v) }
 	segs := []segment{
