@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -398,7 +399,7 @@ func TestGoneDeltaRemovesKey(t *testing.T) {
 }
 
 func TestReconnectingBannerKeepsTable(t *testing.T) {
-	m, _ := newTestModel(t, 120, 30)
+	m, _ := newTestModel(t, 160, 30) // wide enough for the whole error
 	feed(m, scanner.Update{Kind: scanner.UpdateRetrying, Gen: 2, Attempt: 3, RetryIn: 400 * time.Millisecond,
 		Addr: "127.0.0.1:6379", Err: errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")})
 	s := screen(m)
@@ -412,10 +413,29 @@ func TestReconnectingBannerKeepsTable(t *testing.T) {
 	mustContain(t, s, "● live")
 }
 
+// TestBannerSaysTheTableIsOldBeforeTheError: on a narrow screen a long error is cut, never
+// what the operator must know (docs/tui.md's wording).
+func TestBannerSaysTheTableIsOldBeforeTheError(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	feed(m, scanner.Update{Kind: scanner.UpdateRetrying, Gen: 2, Attempt: 3, RetryIn: 400 * time.Millisecond,
+		Addr: "127.0.0.1:6379", Err: errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")})
+	mustContain(t, screen(m), "reconnecting… the table shows the last census · attempt 3, next in 400ms")
+}
+
+// TestExpiredTTLShownInFull: a TTL extrapolated to zero reads `expired`, as docs/tui.md says.
+func TestExpiredTTLShownInFull(t *testing.T) {
+	m, clk := newTestModel(t, 120, 30)
+	clk.advance(4 * time.Second) // lock:pay:55 had 3 s left
+	m.Update(tickMsg(clk.now()))
+	if !regexp.MustCompile(`lock:pay:55 .* expired `).MatchString(screen(m)) {
+		t.Fatalf("the TTL of an expired lock is not `expired`:\n%s", screen(m))
+	}
+}
+
 func TestScanErrorShowsBanner(t *testing.T) {
 	m, _ := newTestModel(t, 120, 30)
 	feed(m, scanner.Update{Kind: scanner.UpdateError, Gen: 2, Err: errors.New("EOF")})
-	mustContain(t, screen(m), "reconnecting… scan failed: EOF — the table shows the last census")
+	mustContain(t, screen(m), "reconnecting… the table shows the last census · scan failed: EOF")
 	if len(m.view.rows) != 5 {
 		t.Fatal("a failed pass dropped keys")
 	}
