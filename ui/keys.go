@@ -13,9 +13,9 @@ type keyMap struct {
 	ForceQuit                          key.Binding // ctrl+c: quits from anywhere
 
 	Release, Extend, Audit key.Binding
-	// ReadOnlyAction is d or e in read-only mode, answered with why nothing happens (no help
+	// ReadOnlyHint is d or e in read-only mode, answered with why nothing happens (no help
 	// entry: the actions do not exist there).
-	ReadOnlyAction key.Binding
+	ReadOnlyHint key.Binding
 
 	// Inside dialogs, the filter prompt and the audit view.
 	SwitchButton, ArrowButton, No, Confirm, Cancel, Reload key.Binding
@@ -45,23 +45,23 @@ func newKeyMap(readOnly bool) keyMap {
 		Extend:      key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend ttl")),
 		Audit:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "audit trail")),
 		// In a dialog with a text input, left/right move in the text: only tab switches buttons.
-		SwitchButton:   key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "switch button")),
-		ArrowButton:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "switch button")),
-		No:             key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "no")),
-		Confirm:        key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose")),
-		Cancel:         key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		Reload:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
-		NextField:      key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "next field")),
-		PrevField:      key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "previous field")),
-		Yes:            key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
-		ReadOnlyAction: key.NewBinding(key.WithKeys("d", "e")),
+		SwitchButton: key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "switch button")),
+		ArrowButton:  key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "switch button")),
+		No:           key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "no")),
+		Confirm:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose")),
+		Cancel:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		Reload:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		NextField:    key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "next field")),
+		PrevField:    key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "previous field")),
+		Yes:          key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
+		ReadOnlyHint: key.NewBinding(key.WithKeys("d", "e")),
 	}
 	if readOnly {
 		// Read-only: the mutating actions are not merely refused, they do not exist.
 		k.Release.SetEnabled(false)
 		k.Extend.SetEnabled(false)
 	} else {
-		k.ReadOnlyAction.SetEnabled(false)
+		k.ReadOnlyHint.SetEnabled(false)
 	}
 	return k
 }
