@@ -93,7 +93,7 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	var wg sync.WaitGroup
 	for i, c := range a.target.Clients {
 		wg.Go(func() {
-			res.Instances[i] = a.runOn(ctx, c, a.addr(i), script, source, success, keys, args)
+			res.Instances[i] = a.runOn(ctx, c, a.nodeAddr(ctx, i, key), script, source, success, keys, args)
 		})
 	}
 	wg.Wait()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,8 +35,16 @@ type AuditRecord struct {
 	Reason    string        // as given by the operator
 	TTL       time.Duration // extend: the TTL asked for
 	Instances string        // multi-instance targets: "addr=outcome" per instance, space separated
-	Sources   []string      // addresses of the instances this record was read from
+	Sources   []string      // addresses of the servers this record was read from (on a cluster, the master holding the stream)
 }
+
+// The outcomes of attempts that stopped before their script ran (RecordStopped); besides these,
+// such an attempt records AlreadyGone, NotALock or Failed when the read before the question found
+// the key gone, of another type, or could not read it.
+const (
+	Declined   Outcome = "declined"    // the operator answered No: nothing was changed
+	NoTerminal Outcome = "no_terminal" // nobody could confirm (no terminal, no --yes): nothing was changed
+)
 
 // MaxAuditValue caps the value copied into an audit record, so a huge lock value cannot bloat
 // the stream; longer values end with a marker saying how much was cut.
@@ -62,12 +71,24 @@ func (a *Admin) writeAudit(ctx context.Context, res Result, actionErr error, rea
 				Values: values,
 			}).Err()
 			if err != nil {
-				errs[i] = fmt.Errorf("audit write to %s on %s: %w", a.opts.AuditStream, a.addr(i), err)
+				errs[i] = fmt.Errorf("audit write to %s on %s: %w", a.opts.AuditStream, a.nodeAddr(ctx, i, a.opts.AuditStream), err)
 			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// RecordStopped writes the audit record of an attempt that stopped before its script ran
+// (attempt's Action, Key, Seen, TTL and Outcome: Declined, NoTerminal, AlreadyGone, NotALock, or
+// Failed with cause), so the trail holds every attempt, not only those that reached the lock.
+// In read-only mode nothing is sent and it returns ErrReadOnly; otherwise the error is that of
+// the audit write, as Result.AuditErr.
+func (a *Admin) RecordStopped(ctx context.Context, attempt Result, cause error, reason string) error {
+	if a.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return a.writeAudit(ctx, attempt, cause, reason)
 }
 
 func (a *Admin) auditValues(res Result, actionErr error, reason string) []any {
@@ -120,14 +141,16 @@ func (a *Admin) Audit(ctx context.Context, limit int) ([]AuditRecord, error) {
 	}
 	perInstance := make([][]redis.XMessage, len(a.target.Clients))
 	errs := make([]error, len(a.target.Clients))
+	sources := make([]string, len(a.target.Clients))
 	var wg sync.WaitGroup
 	for i, c := range a.target.Clients {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, a.opts.InstanceTimeout)
 			defer cancel()
+			sources[i] = a.nodeAddr(ctx, i, a.opts.AuditStream)
 			msgs, err := c.XRevRangeN(ctx, a.opts.AuditStream, "+", "-", int64(limit)).Result()
 			if err != nil {
-				errs[i] = fmt.Errorf("audit read of %s on %s: %w", a.opts.AuditStream, a.addr(i), err)
+				errs[i] = fmt.Errorf("audit read of %s on %s: %w", a.opts.AuditStream, sources[i], err)
 				return
 			}
 			perInstance[i] = msgs
@@ -146,10 +169,10 @@ func (a *Admin) Audit(ctx context.Context, limit int) ([]AuditRecord, error) {
 		for _, m := range msgs {
 			r := recordFrom(m)
 			if at, seen := byAction[r.ActionID]; seen && r.ActionID != "" {
-				records[at].Sources = append(records[at].Sources, a.addr(i))
+				records[at].Sources = append(records[at].Sources, sources[i])
 				continue
 			}
-			r.Sources = []string{a.addr(i)}
+			r.Sources = []string{sources[i]}
 			byAction[r.ActionID] = len(records)
 			records = append(records, r)
 		}
@@ -163,6 +186,17 @@ func (a *Admin) Audit(ctx context.Context, limit int) ([]AuditRecord, error) {
 		records = records[:limit]
 	}
 	return records, err
+}
+
+// nodeAddr is the display address of the server of client i that holds key: on a cluster the
+// master owning its slot (the seed's address when the slot map cannot be read), else addr(i).
+func (a *Admin) nodeAddr(ctx context.Context, i int, key string) string {
+	if cc, ok := a.target.Clients[i].(*redis.ClusterClient); ok && a.target.Mode == connect.Cluster {
+		if node, err := cc.MasterForKey(ctx, key); err == nil {
+			return node.Options().Addr
+		}
+	}
+	return a.addr(i)
 }
 
 func recordFrom(m redis.XMessage) AuditRecord {

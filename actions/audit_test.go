@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,27 @@ func TestAuditReadFailsClearly(t *testing.T) {
 	_, err := New(target, Options{InstanceTimeout: time.Second}).Audit(context.Background(), 5)
 	if err == nil || !strings.Contains(err.Error(), s.Addr) {
 		t.Fatalf("err = %v, want one naming %s", err, s.Addr)
+	}
+}
+
+// TestRecordStopped: an attempt that stopped before its script is in the trail with its
+// outcome; in read-only mode nothing is written.
+func TestRecordStopped(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	attempt := Result{Action: ActionExtend, Key: "lock:x", Seen: lockValue, TTL: time.Minute, Outcome: Declined}
+	if err := New(target, Options{ReadOnly: true}).RecordStopped(ctx, attempt, nil, "no"); !errors.Is(err, ErrReadOnly) || len(auditEntries(t, c)) != 0 {
+		t.Fatalf("read-only: %v, %d entries", err, len(auditEntries(t, c)))
+	}
+	a := New(target, Options{Operator: "bob"})
+	if err := a.RecordStopped(ctx, attempt, nil, "not now"); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := a.Audit(ctx, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	if r := recs[0]; r.Result != Declined || r.Action != ActionExtend || r.TTL != time.Minute || r.Seen != lockValue || r.Reason != "not now" || r.Operator != "bob" {
+		t.Errorf("record %+v", r)
 	}
 }

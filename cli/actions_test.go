@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,47 @@ func TestCLIReleaseAsksOnTheTerminal(t *testing.T) {
 			t.Fatalf("answer %q: lock held=%v", tc.answer, held)
 		}
 	}
+	// Each answer is in the audit trail, the two No's as declined.
+	r := runCLI(t, cliOpts{}, "audit", "--json", "--redis", redisURL(s.Addr))
+	var results []any
+	for _, o := range jsonLines(t, r.stdout) {
+		results = append(results, o["result"])
+	}
+	if want := []any{"released", "declined", "declined"}; !slices.Equal(results, want) {
+		t.Errorf("audit results %v, want %v (newest first)", results, want)
+	}
+}
+
+// TestCLIAuditRecordsStoppedAttempts: an attempt that stops before its script runs is recorded
+// too, with why, as docs/cli.md promises for every attempt.
+func TestCLIAuditRecordsStoppedAttempts(t *testing.T) {
+	s := redistest.Start(t)
+	seedLocks(t, s.Client())
+	url := redisURL(s.Addr)
+	expectExit(t, runCLI(t, cliOpts{}, "release", "lock:old", "--reason", "INC-9", "--redis", url), exitUsage)
+	expectExit(t, runCLI(t, cliOpts{}, "extend", "lock:nothing", "--ttl", "1m", "--yes", "--redis", url), exitGone)
+	expectExit(t, runCLI(t, cliOpts{}, "release", "lock:list", "--yes", "--redis", url), exitOther)
+
+	r := runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	objs := jsonLines(t, r.stdout)
+	want := []struct{ action, key, result, seen, reason string }{
+		{"release", "lock:list", "not_a_lock", "", ""},
+		{"extend", "lock:nothing", "already_gone", "", ""},
+		{"release", "lock:old", "no_terminal", oldLock, "INC-9"},
+	}
+	if len(objs) != len(want) {
+		t.Fatalf("%d audit records, want %d:\n%s", len(objs), len(want), r.stdout)
+	}
+	for i, w := range want {
+		o := objs[i]
+		if o["action"] != w.action || o["key"] != w.key || o["result"] != w.result || o["seen"] != w.seen || o["reason"] != w.reason {
+			t.Errorf("record %d = %v, want %+v", i, o, w)
+		}
+	}
+	if objs[1]["ttl_ms"] != 60000.0 {
+		t.Errorf("the stopped extend does not record the TTL asked for: %v", objs[1])
+	}
 }
 
 // runCommand runs any program with stdin and returns its output and exit code.
@@ -198,8 +240,12 @@ func TestCLIAudit(t *testing.T) {
 
 	r = runCLI(t, cliOpts{}, "audit", "--limit", "1", "--redis", url)
 	expectExit(t, r, exitOK)
-	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "changed_hands") || !strings.Contains(r.stdout, "1 records") {
+	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "changed_hands") || !strings.HasSuffix(r.stdout, "\n1 record\n") {
 		t.Errorf("audit --limit 1:\n%s", r.stdout)
+	}
+	r = runCLI(t, cliOpts{}, "ls", "--pattern", "lock:fore*", "--redis", url)
+	if !strings.Contains(r.stdout, "\n1 lock, 1 without expiry") {
+		t.Errorf("ls of one lock does not say \"1 lock\":\n%s", r.stdout)
 	}
 	// Reading the trail is allowed in read-only mode.
 	expectExit(t, runCLI(t, cliOpts{}, "audit", "--read-only", "--redis", url), exitOK)

@@ -116,7 +116,7 @@ func writeAuditTable(w io.Writer, records []actions.AuditRecord, redact func(str
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	printf(tw, "%s\n", present.Safe(strings.Join(present.AuditColumns, "\t"))) // our titles: Safe, or the tabs would be escaped
 	// The widest a cell of each column gets; every cell is read from Redis, escaped by printf.
-	widths := []int{0, 32, 0, keyWidth, 0, 40, 60}
+	widths := []int{0, 0, 0, 0, keyWidth, 32, 40, 60}
 	for _, r := range records {
 		cells := present.AuditRow(r, redact)
 		line := make([]string, len(cells))
@@ -128,6 +128,5 @@ func writeAuditTable(w io.Writer, records []actions.AuditRecord, redact func(str
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	err := printf(w, "%d records\n", len(records))
-	return err
+	return printf(w, "%s\n", present.Count(len(records), "record"))
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/internal/redistest"
 )
 
@@ -172,18 +173,32 @@ func TestCLICluster(t *testing.T) {
 		t.Errorf("a seed with other credentials:\n%s", r)
 	}
 
-	// Act on keys owned by every master, through the one seed.
+	// Act on keys owned by every master, through the one seed: each result names the master
+	// holding its key, not the seed.
 	for _, k := range keys {
-		r = runCLI(t, cliOpts{}, append([]string{"release", k, "--expect", oldLock}, seed...)...)
+		r = runCLI(t, cliOpts{}, append([]string{"release", k, "--expect", oldLock, "--json"}, seed...)...)
 		expectExit(t, r, exitOK)
+		node, _ := c.MasterForKey(ctx, k)
+		inst := jsonLines(t, r.stdout)[0]["instances"].([]any)
+		if addr := inst[0].(map[string]any)["addr"]; addr != node.Options().Addr {
+			t.Errorf("release %s ran on %v, want the master %s", k, addr, node.Options().Addr)
+		}
 	}
 	if n := c.Exists(ctx, keys...).Val(); n != 0 {
 		t.Fatalf("%d keys left after releasing all", n)
 	}
 	r = runCLI(t, cliOpts{}, append([]string{"audit", "--json"}, seed...)...)
 	expectExit(t, r, exitOK)
-	if n := len(jsonLines(t, r.stdout)); n != len(keys) {
-		t.Fatalf("%d audit records, want %d", n, len(keys))
+	records := jsonLines(t, r.stdout)
+	if len(records) != len(keys) {
+		t.Fatalf("%d audit records, want %d", len(records), len(keys))
+	}
+	// The records are read from the master owning the stream's slot, and say so.
+	streamNode, _ := c.MasterForKey(ctx, actions.DefaultAuditStream)
+	for _, rec := range records {
+		if src := rec["sources"].([]any); len(src) != 1 || src[0] != streamNode.Options().Addr {
+			t.Errorf("audit record of %v: sources %v, want the stream's master %s", rec["key"], src, streamNode.Options().Addr)
+		}
 	}
 
 	// docs/acl.md's roles on a cluster (the seed is given without --cluster: the inspector

@@ -113,9 +113,20 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if opts.Headless {
-		return runHeadless(ctx, opts, ctrl)
+		select {
+		case <-ctrl.Done():
+		case <-ctx.Done():
+		}
+	} else if err := runDemoConsole(ctx, opts, ctrl, view); err != nil {
+		ctrl.Stop()
+		removeDemoKeys(opts, ctrl)
+		return err
 	}
-	defer ctrl.Stop()
+	return finishDemo(opts, ctrl)
+}
+
+// runDemoConsole shows the run on the console until the operator quits (or --duration ends).
+func runDemoConsole(ctx context.Context, opts *demoOptions, ctrl *demo.Controller, view connect.Target) error {
 	uiCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -125,7 +136,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		case <-uiCtx.Done():
 		}
 	}()
-	err = ui.Run(uiCtx, ui.Options{
+	err := ui.Run(uiCtx, ui.Options{
 		Target:      view,
 		Scanner:     opts.Conn.scanner(view),
 		Admin:       opts.Conn.admin(view),
@@ -134,16 +145,18 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		TargetLabel: "demo on " + ctrl.Label(),
 		Demo:        ctrl,
 	})
-	return describeError(view, err)
+	if err != nil {
+		return describeError(view, err)
+	}
+	return nil
 }
 
-// runHeadless waits for the run (or Ctrl-C), prints the summary and fails on any overlap.
-func runHeadless(ctx context.Context, opts *demoOptions, ctrl *demo.Controller) error {
-	select {
-	case <-ctrl.Done():
-	case <-ctx.Done():
-	}
+// finishDemo stops the run, removes its keys from servers it shares, prints the summary and
+// its verdict (after the console too: the run's result outlives its screen) and fails on any
+// overlap.
+func finishDemo(opts *demoOptions, ctrl *demo.Controller) error {
 	summary := ctrl.Stop()
+	removeDemoKeys(opts, ctrl)
 	var err error
 	if opts.JSON {
 		err = summary.WriteJSON(opts.IO.Out)
@@ -157,6 +170,17 @@ func runHeadless(ctx context.Context, opts *demoOptions, ctrl *demo.Controller) 
 		return withExit(exitUnsafe, fmt.Errorf("demo: %d unsafe overlaps: mutual exclusion failed", summary.Overlaps))
 	}
 	return nil
+}
+
+// removeDemoKeys deletes what a stopped run left on servers given with --redis (the embedded
+// ones go with the process), with a warning when it cannot.
+func removeDemoKeys(opts *demoOptions, ctrl *demo.Controller) {
+	if !opts.Conn.RedisGiven {
+		return
+	}
+	if err := ctrl.RemoveKeys(); err != nil {
+		printf(opts.IO.ErrOut, "lockscope: warning: %s\n", err.Error())
+	}
 }
 
 // demoServers is where the demo runs and what the console shows: the embedded servers unless

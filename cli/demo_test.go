@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,6 +51,16 @@ func TestDemoHeadlessOnRedis(t *testing.T) {
 	if sum["server"] != "standalone "+s.Addr || sum["sections"].(float64) < 1 || sum["overlaps"].(float64) != 0 {
 		t.Errorf("summary %v", sum)
 	}
+	// It ends by removing every key it created there: locks and their companions, the locks
+	// of crashed workers too.
+	if left := s.Client().Keys(context.Background(), "*lock:demo:*").Val(); len(left) != 0 {
+		t.Errorf("the demo left %v on the server", left)
+	}
+	r = runCLI(t, cliOpts{}, "demo", "--headless", "--duration", "1500ms", "--ttl", "1s", "--scenario", "crash", "--redis", redisURL(s.Addr))
+	expectExit(t, r, 0)
+	if left := s.Client().Keys(context.Background(), "*lock:demo:*").Val(); len(left) != 0 {
+		t.Errorf("the crash scenario left %v on the server", left)
+	}
 }
 
 // compactJSON turns the indented summary into one line, for jsonLines.
@@ -90,7 +101,7 @@ func TestDemoTUIInTmux(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = tmux("kill-server") })
 	// The tmux server's environment, not ours, reaches the command: set it explicitly.
-	command := fmt.Sprintf("env -u %s -u %s TERM=xterm-256color %s demo --ttl 1s", envRedisURL, envPassword, bin)
+	command := fmt.Sprintf("env -u %s -u %s TERM=xterm-256color %s demo --ttl 1s; echo EXITED $?; sleep 30", envRedisURL, envPassword, bin)
 	if out, err := tmux("new-session", "-d", "-s", "demo", "-x", "120", "-y", "40", command); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
@@ -145,15 +156,20 @@ func TestDemoTUIInTmux(t *testing.T) {
 	if screen := waitScreen(t, capture, 5*time.Second, crashed.MatchString); !crashed.MatchString(screen) {
 		t.Fatalf("demo-w1 not shown crashed after x:\n%s", screen)
 	}
-	_, _ = tmux("send-keys", "-t", "demo", "q")
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := tmux("has-session", "-t", "demo"); err != nil {
-			return // the demo quit and its session closed
-		}
-		time.Sleep(100 * time.Millisecond)
+	// + adds a worker: confirmed, selected, its row on screen.
+	if out, err := tmux("send-keys", "-t", "demo", "+"); err != nil {
+		t.Fatalf("send-keys: %v %s", err, out)
 	}
-	t.Fatalf("the demo did not quit on q:\n%s", capture())
+	added := regexp.MustCompile(`(?s)demo-w9\s+\w+.*added demo-w9 \(selected\)`)
+	if screen := waitScreen(t, capture, 5*time.Second, added.MatchString); !added.MatchString(screen) {
+		t.Fatalf("the added worker is not confirmed and shown after +:\n%s", screen)
+	}
+	// q quits, and the run's verdict stays on the terminal.
+	_, _ = tmux("send-keys", "-t", "demo", "q")
+	quit := func(screen string) bool { return strings.Contains(screen, "EXITED") }
+	if screen := waitScreen(t, capture, 10*time.Second, quit); !strings.Contains(screen, "verdict: SAFE") || !strings.Contains(screen, "EXITED 0") {
+		t.Fatalf("the demo did not quit with its verdict on q:\n%s", screen)
+	}
 }
 
 // waitScreen polls the screen until ok holds or timeout passes, and returns the last screen.

@@ -137,9 +137,9 @@ func (s *censusSummary) count(l *scanner.Lock, stuckAfter time.Duration, clocks 
 
 // write writes the summary of a table that shows shown rows (limit: --limit, 0 for none).
 func (s *censusSummary) write(out *bufio.Writer, shown, limit int, stuckAfter time.Duration) error {
-	text := present.Count(s.locks, "lock", "locks")
+	text := present.Count(s.locks, "lock")
 	if s.other > 0 {
-		text += ", " + present.Count(s.other, "other key", "other keys") + " (not locks)"
+		text += ", " + present.Count(s.other, "other key") + " (not locks)"
 	}
 	text += fmt.Sprintf(", %d without expiry, %d stuck (held > %s)", s.noExpiry, s.stuck, present.Duration(stuckAfter))
 	if s.skew > 0 {

@@ -124,20 +124,28 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 }
 
 // readAndConfirm reads the key's current value, shows it on stderr and asks the operator to
-// confirm (unless --yes). It returns the value to expect.
+// confirm (unless --yes). It returns the value to expect. An attempt that stops here (key gone,
+// not a lock, unreadable, answered No, no terminal) is recorded in the audit trail as well.
 func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin, opts *actionOptions) (string, error) {
 	stderr := opts.IO.ErrOut
+	key := present.Safe(present.Escape(opts.Key)) // for printf and errors alike
+	stop := func(seen string, outcome actions.Outcome, cause, err error) (string, error) {
+		attempt := actions.Result{Action: opts.Action, Key: opts.Key, Seen: seen, TTL: opts.TTL, Outcome: outcome}
+		if auditErr := admin.RecordStopped(ctx, attempt, cause, opts.Reason); auditErr != nil {
+			printf(stderr, "lockscope: warning: the audit record was not written: %s\n", t.Redact(auditErr.Error()))
+		}
+		return "", err
+	}
 	h, err := admin.Peek(ctx, opts.Key)
 	if err != nil {
-		return "", describeError(t, err)
+		return stop("", actions.Failed, err, describeError(t, err))
 	}
-	key := present.Safe(present.Escape(opts.Key)) // for printf and errors alike
 	if !h.Exists {
-		return "", withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action))
+		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action)))
 	}
 	for _, in := range h.Instances {
 		if in.Exists && in.Type != "string" && in.Type != "hash" {
-			return "", withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type))
+			return stop("", actions.NotALock, nil, withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type)))
 		}
 	}
 	printf(stderr, "%s is held by %s\n", key, present.Holder(h.Value, nil, time.Now()))
@@ -147,7 +155,7 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	if opts.Action == actions.ActionExtend && !opts.Shorten {
 		for _, in := range h.Instances {
 			if in.Exists && (in.PTTL < 0 || in.PTTL > opts.TTL) {
-				return "", shortenRefusal(opts.Key, in.PTTL, opts.TTL)
+				return stop(h.Value, actions.WouldShorten, nil, shortenRefusal(opts.Key, in.PTTL, opts.TTL))
 			}
 		}
 	}
@@ -160,10 +168,10 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 	}
 	ok, err := confirm(opts.IO.In, stderr, question)
 	if err != nil {
-		return "", err
+		return stop(h.Value, actions.NoTerminal, nil, err)
 	}
 	if !ok {
-		return "", withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", opts.Action))
+		return stop(h.Value, actions.Declined, nil, withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", opts.Action)))
 	}
 	return h.Value, nil
 }

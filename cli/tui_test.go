@@ -207,11 +207,40 @@ func TestTUIEndToEnd(t *testing.T) {
 			!strings.Contains(scr, "lock:e2e:other")
 	})
 
-	// Force-release it through the dialog: it has a minute left, so the key must be typed.
+	// Extend: the dialog's default keeps the TTL it has; a shorter one is asked about again
+	// (enter there is No). Then the dialog is answered No, which the audit trail records.
+	s.keys("e")
+	s.waitForText("Extend this lock's TTL?", 5*time.Second)
+	time.Sleep(600 * time.Millisecond) // past ui's input guard
+	scr = s.screen()
+	left := regexp.MustCompile(`ttl +(\d+)s left`).FindStringSubmatch(scr)
+	prefill := regexp.MustCompile(`New TTL.*\n.*> (\S+) `).FindStringSubmatch(scr)
+	if left == nil || prefill == nil || durationOf(prefill[1]) < durationOf(left[1]+"s") {
+		t.Fatalf("the extend dialog's default TTL is not what the lock has left (or more):\n%s", scr)
+	}
+	s.keys("BSpace", "BSpace", "BSpace", "BSpace")
+	s.typeText("5s")
+	s.keys("Tab", "Enter")
+	s.waitFor("the shorten question", 5*time.Second, func(scr string) bool {
+		return regexp.MustCompile(`shorten \d+s to 5\.0s\? \[y/N\]`).MatchString(scr)
+	})
+	s.keys("Enter")
+	s.waitForText("tab switch", 5*time.Second)
+	s.keys("Escape")
+	s.waitForText("not extended: lock:e2e:order (answered No", 5*time.Second)
+	if ttl := srv.Client().PTTL(context.Background(), "lock:e2e:order").Val(); ttl < 10*time.Second {
+		t.Fatalf("the declined extend changed the TTL to %v", ttl)
+	}
+
+	// Force-release it through the dialog: it has a minute left, so the key must be typed;
+	// then enter releases (no tab), with the reason typed below it.
 	s.keys("d")
 	s.waitForText("Type its key to confirm", 5*time.Second)
 	s.typeConfirmation("lock:e2e:order")
-	s.keys("Tab", "Enter")
+	s.keys("Down")
+	s.typeText("INC-1 stuck")
+	s.waitForText("> INC-1 stuck", 5*time.Second)
+	s.keys("Enter")
 	s.waitForText("released lock:e2e:order", 10*time.Second)
 	n, err := srv.Client().Exists(context.Background(), "lock:e2e:order").Result()
 	if err != nil || n != 0 {
@@ -222,10 +251,17 @@ func TestTUIEndToEnd(t *testing.T) {
 	}
 	// The audit trail shows the action.
 	s.keys("a")
-	s.waitFor("the audit record", 5*time.Second, func(scr string) bool {
-		return strings.Contains(scr, "Audit trail") && strings.Contains(scr, "released") && strings.Contains(scr, "lock:e2e:order")
+	s.waitFor("the audit records", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "Audit trail") && strings.Contains(scr, "released") && strings.Contains(scr, "lock:e2e:order") &&
+			strings.Contains(scr, "INC-1 stuck") && strings.Contains(scr, "declined")
 	})
 	s.quit()
+}
+
+// durationOf parses a Go duration, 0 when it is not one.
+func durationOf(s string) time.Duration {
+	d, _ := time.ParseDuration(s)
+	return d
 }
 
 // quit presses q until the program exits with status 0 (a q may first close the help).
@@ -252,13 +288,14 @@ func TestTUIReadOnlyCannotRelease(t *testing.T) {
 
 	s := startTUI(t, "--redis", "redis://"+srv.Addr, "--read-only")
 	scr := s.waitForText("lock:e2e:ro", 30*time.Second)
-	if !strings.Contains(scr, "READ-ONLY") {
+	if !strings.Contains(scr, "READ-ONLY") || !strings.Contains(scr, "│ 1 lock │") {
 		t.Fatalf("no read-only badge:\n%s", scr)
 	}
 	if strings.Contains(scr, "force-release") {
 		t.Fatalf("read-only shows the release key:\n%s", scr)
 	}
 	s.keys("d")
+	s.waitForText("locks cannot be released or extended", 5*time.Second) // says why nothing happens
 	s.keys("e")
 	s.keys("?")
 	scr = s.waitForText("sort by holder", 5*time.Second) // the help, drawn after d and e were handled
@@ -279,11 +316,18 @@ func TestTUIReconnectsAfterServerRestart(t *testing.T) {
 
 	s := startTUI(t, "--redis", "redis://"+srv.Addr)
 	s.waitForText("lock:e2e:kept", 30*time.Second)
+	setLock(t, srv, "lock:e2e:brief", "brief-node", "-", 4*time.Second)
+	s.waitForText("lock:e2e:brief", 3*time.Second)
 	srv.Kill()
-	scr := s.waitForText("reconnecting…", 30*time.Second)
+	// The banner says first that the table is the last census (a long error is cut after it),
+	// and the brief lock, whose end nobody can confirm now, reads `expired` in full.
+	scr := s.waitForText("reconnecting… the table shows the last census", 30*time.Second)
 	if !strings.Contains(scr, "lock:e2e:kept") {
 		t.Fatalf("the table was not kept while reconnecting:\n%s", scr)
 	}
+	s.waitFor("the expired TTL", 10*time.Second, func(scr string) bool {
+		return regexp.MustCompile(`lock:e2e:brief .* expired `).MatchString(scr)
+	})
 	srv.Restart() // same port, empty: the holder writes its lock again
 	setLock(t, srv, "lock:e2e:kept", "kept-node", "-", 60*time.Second)
 	s.waitFor("recovery", 20*time.Second, func(scr string) bool {

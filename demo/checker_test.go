@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -128,5 +129,30 @@ func TestPhaseDurations(t *testing.T) {
 		if got[p] != d {
 			t.Errorf("%s: %v, want %v", p, got[p], d)
 		}
+	}
+}
+
+// TestSummarySaysWhatAShortRunMissed: a mixed run that ended before its pause phase, and a
+// crash phase without a crash, say so under the table instead of leaving zeros to explain.
+func TestSummarySaysWhatAShortRunMissed(t *testing.T) {
+	s := Summary{Scenario: Mixed, Phases: []PhaseSummary{
+		{Scenario: Healthy, DurationS: 5},
+		{Scenario: Crash, DurationS: 5},
+		{Scenario: Pause, DurationS: 0},
+	}}
+	var b strings.Builder
+	if err := s.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"note: the run ended before the pause scenario began: run longer (--duration) to see it",
+		"note: the crash scenario ran 5.0s without its fault",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "healthy scenario") {
+		t.Errorf("a healthy phase has no fault to miss:\n%s", b.String())
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"strings"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -172,7 +170,7 @@ func (c *Controller) wipeDemoLocks(i int) error {
 			errs = append(errs, err)
 			continue
 		}
-		if v, perr := protocol.ParseValue(val); perr != nil || !strings.HasPrefix(v.Node, "demo-w") {
+		if !isDemoWorkerValue(val) {
 			continue
 		}
 		if err := wipeScript.Run(ctx, cl, []string{key}, val).Err(); err != nil {

@@ -141,6 +141,9 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nfaults: %d crashes, %d pauses, %d failovers; %d sections given up after losing the lock; %d obtain errors\n",
 		s.Crashes, s.Pauses, s.Failovers, s.LostSections, s.ObtainErrors)
+	for _, note := range s.missedScenarios() {
+		fmt.Fprintf(&b, "note: %s\n", note)
+	}
 	if s.Overlaps == 0 {
 		fmt.Fprintf(&b, "verdict: SAFE: no two critical sections interleaved on a resource (%d sections)\n", s.Sections)
 	} else {
@@ -148,6 +151,24 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// missedScenarios say which scenarios a short run did not show: a phase of a mixed run that
+// never began, or one whose fault never came (faults are drawn at random, a few TTLs apart).
+func (s Summary) missedScenarios() []string {
+	var notes []string
+	for _, p := range s.Phases {
+		faults := map[Scenario]int64{Crash: p.Crashes, Pause: p.Pauses, Failover: p.Failovers}
+		n, hasFault := faults[p.Scenario]
+		switch {
+		case p.DurationS == 0:
+			notes = append(notes, fmt.Sprintf("the run ended before the %s scenario began: run longer (--duration) to see it", p.Scenario))
+		case hasFault && n == 0:
+			notes = append(notes, fmt.Sprintf("the %s scenario ran %s without its fault (they come at random, a few TTLs apart): a longer run shows one",
+				p.Scenario, present.Duration(time.Duration(p.DurationS*float64(time.Second)))))
+		}
+	}
+	return notes
 }
 
 // fmtMs shows milliseconds as present.Duration does (the TUI's demo pane too); a negative

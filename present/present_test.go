@@ -129,3 +129,11 @@ func TestSprintfEscapesOnceAndFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+func TestCountPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "0 locks", 1: "1 lock", 2: "2 locks", 1000: "1000 locks"} {
+		if got := Count(n, "lock"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

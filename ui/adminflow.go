@@ -31,7 +31,7 @@ func (m *Model) openDialog(kind dialogKind) {
 	if kind == dialogRelease {
 		d = newReleaseDialog(l, m.clock(), m.st)
 	} else {
-		d = newExtendDialog(l, m.clock(), m.st)
+		d = newExtendDialog(l, m.clock(), m.locks.span(l.Key), m.st)
 	}
 	m.dialog = &d
 }
@@ -40,7 +40,9 @@ func (m *Model) onDialogKey(msg tea.KeyPressMsg) tea.Cmd {
 	out, cmd := m.dialog.update(msg, m.clock(), m.keys)
 	switch out {
 	case dialogCancelled:
+		d := m.dialog
 		m.dialog = nil
+		return m.recordDeclined(d)
 	case dialogConfirmed:
 		d := m.dialog
 		m.dialog = nil
@@ -60,10 +62,48 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 	if d.kind == dialogExtend {
 		ttl, _ := d.ttl()
 		m.setNotice("extending "+d.lock.Key+"…", false)
-		return extendCmd(m.ctx, m.admin, m.actionSeq, d.lock, ttl)
+		return extendCmd(m.ctx, m.admin, m.actionSeq, d.lock, ttl, d.shortens(), auditReason(d))
 	}
 	m.setNotice("releasing "+d.lock.Key+"…", false)
-	return releaseCmd(m.ctx, m.admin, m.actionSeq, d.lock)
+	return releaseCmd(m.ctx, m.admin, m.actionSeq, d.lock, auditReason(d))
+}
+
+// auditReason is the reason the operator typed, else where the action came from.
+func auditReason(d *confirmDialog) string {
+	if r := d.reason(); r != "" {
+		return r
+	}
+	if d.kind == dialogExtend {
+		return "extend from lockscope tui"
+	}
+	return "force-release from lockscope tui"
+}
+
+// recordDeclined writes the audit record of a dialog answered No (the trail holds every
+// attempt) and says so.
+func (m *Model) recordDeclined(d *confirmDialog) tea.Cmd {
+	done := "released"
+	attempt := actions.Result{Action: actions.ActionRelease, Key: d.lock.Key, Outcome: actions.Declined}
+	if d.kind == dialogExtend {
+		done = "extended"
+		attempt.Action = actions.ActionExtend
+		attempt.TTL, _ = d.ttl()
+	}
+	m.setNotice("not "+done+": "+d.lock.Key+" (answered No, recorded in the audit trail)", false)
+	if m.admin == nil || m.readOnly {
+		return nil
+	}
+	return recordDeclinedCmd(m.ctx, m.admin, d.lock, attempt, auditReason(d))
+}
+
+// onDeclineRecorded warns when the audit record of a declined dialog could not be written.
+func (m *Model) onDeclineRecorded(msg declineRecordedMsg) {
+	if msg.err == nil {
+		return
+	}
+	text := "WARNING: audit record not written: " + m.redact(msg.err.Error()) + " — " + msg.key + " was not touched"
+	m.setNotice(text, true)
+	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: text})
 }
 
 // onActionDone reports an action's result and updates the table at once for a lock that is
@@ -128,7 +168,7 @@ func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (s
 				failed++
 			}
 		}
-		text += fmt.Sprintf(" (partial: %d of %d instances failed)", failed, len(r.Instances))
+		text += fmt.Sprintf(" (partial: %d of %s failed)", failed, present.Count(len(r.Instances), "instance"))
 		bad = true
 	}
 	return text, bad

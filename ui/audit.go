@@ -27,7 +27,7 @@ func (a *auditView) scroll(n, height int) {
 
 // auditWidths are the widest the audit columns (present.AuditColumns) get but the last, which
 // takes the rest of the line; a narrow screen cuts the trailing columns.
-var auditWidths = []int{24, 16, 16, 32, 72, 24}
+var auditWidths = []int{24, 7, 8, 72, 32, 16, 24}
 
 // view renders the audit list in width x height; redact removes the target's passwords from
 // the errors recorded.

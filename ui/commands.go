@@ -96,7 +96,7 @@ func indexOfKey(rows []string, key string) int {
 }
 
 // releaseCmd force-releases seen.Key only if it still holds the value the operator saw.
-func releaseCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock) tea.Cmd {
+func releaseCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock, reason string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
@@ -104,13 +104,14 @@ func releaseCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scan
 		if err != nil {
 			return actionDoneMsg{id: id, action: actions.ActionRelease, key: seen.Key, seen: seen, err: err}
 		}
-		res, err := admin.Release(ctx, seen.Key, expect, "force-release from lockscope tui")
+		res, err := admin.Release(ctx, seen.Key, expect, reason)
 		return actionDoneMsg{id: id, action: actions.ActionRelease, key: seen.Key, seen: seen, result: res, err: err}
 	}
 }
 
-// extendCmd sets a new TTL on seen.Key only if it still holds the value the operator saw.
-func extendCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock, ttl time.Duration) tea.Cmd {
+// extendCmd sets a new TTL on seen.Key only if it still holds the value the operator saw;
+// below what the lock has left only when shorten says the operator confirmed that.
+func extendCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock, ttl time.Duration, shorten bool, reason string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
@@ -118,8 +119,27 @@ func extendCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scann
 		if err != nil {
 			return actionDoneMsg{id: id, action: actions.ActionExtend, key: seen.Key, seen: seen, err: err}
 		}
-		res, err := admin.Extend(ctx, seen.Key, expect, ttl, "extend from lockscope tui")
+		extend := admin.Extend
+		if shorten {
+			extend = admin.ExtendAllowingShorten
+		}
+		res, err := extend(ctx, seen.Key, expect, ttl, reason)
 		return actionDoneMsg{id: id, action: actions.ActionExtend, key: seen.Key, seen: seen, result: res, err: err}
+	}
+}
+
+// recordDeclinedCmd writes the audit record of a dialog answered No about seen (attempt's
+// Seen is filled here: reading a cut value is IO).
+func recordDeclinedCmd(ctx context.Context, admin *actions.Admin, seen *scanner.Lock, attempt actions.Result, reason string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+		defer cancel()
+		if expect, err := expectedValue(ctx, admin, seen); err == nil {
+			attempt.Seen = expect
+		} else {
+			attempt.Seen = seen.Value
+		}
+		return declineRecordedMsg{key: seen.Key, err: admin.RecordStopped(ctx, attempt, nil, reason)}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
@@ -38,7 +39,7 @@ func TestReleaseCmdUsesExactValue(t *testing.T) {
 	want := map[string]actions.Outcome{"lock:hash": actions.Released, "lock:long": actions.Released, "lock:moved": actions.ChangedHands}
 	for i := range census.Locks {
 		seen := &census.Locks[i]
-		msg := releaseCmd(ctx, admin, 1, seen)().(actionDoneMsg)
+		msg := releaseCmd(ctx, admin, 1, seen, "test")().(actionDoneMsg)
 		if msg.err != nil || msg.result.Outcome != want[seen.Key] {
 			t.Errorf("%s: outcome %q err %v, want %q", seen.Key, msg.result.Outcome, msg.err, want[seen.Key])
 		}
@@ -48,5 +49,30 @@ func TestReleaseCmdUsesExactValue(t *testing.T) {
 	}
 	if rdb.Exists(ctx, "lock:moved").Val() != 1 {
 		t.Error("the lock that changed hands was deleted")
+	}
+}
+
+// The extend the dialog sends shortens a lock only when the operator confirmed it (the
+// dialog's second question): otherwise the server refuses and nothing changes.
+func TestExtendCmdShortensOnlyWhenConfirmed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "lock:long", "api-1:-:1764400000123:0123456789abcdef", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	target := connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
+	seen, err := scanner.New(target, scanner.Options{}).Get(ctx, "lock:long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := actions.New(target, actions.Options{Operator: "test"})
+	msg := extendCmd(ctx, admin, 1, &seen, 30*time.Second, false, "test")().(actionDoneMsg)
+	if msg.result.Outcome != actions.WouldShorten || rdb.PTTL(ctx, "lock:long").Val() < 59*time.Minute {
+		t.Fatalf("unconfirmed: outcome %q (err %v), TTL %v: want would_shorten and the hour kept", msg.result.Outcome, msg.err, rdb.PTTL(ctx, "lock:long").Val())
+	}
+	msg = extendCmd(ctx, admin, 2, &seen, 30*time.Second, true, "test")().(actionDoneMsg)
+	if ttl := rdb.PTTL(ctx, "lock:long").Val(); msg.result.Outcome != actions.Extended || ttl > 30*time.Second {
+		t.Fatalf("confirmed: outcome %q (err %v), TTL %v: want extended to 30s", msg.result.Outcome, msg.err, ttl)
 	}
 }

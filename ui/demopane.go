@@ -54,8 +54,11 @@ type demoSnapshotMsg struct {
 	tick bool
 }
 
-// demoActionMsg is the result of a key's Controller call.
-type demoActionMsg struct{ err error }
+// demoActionMsg is the result of a key's Controller call; added is the id of a worker added.
+type demoActionMsg struct {
+	err   error
+	added int
+}
 
 // demoPane shows the contention demo: its workers (state, holds, waits, stale writes) and the
 // checker's counters, and maps its keys to Controller calls. The root model holds one when the
@@ -67,6 +70,7 @@ type demoPane struct {
 	loaded   bool
 	selected int    // id of the selected worker, 0 before the first snapshot
 	notice   string // why the last key was refused, until the next key succeeds
+	added    int    // id of the worker the last key added (confirmed under the table), 0 when none
 	redact   func(string) string
 }
 
@@ -100,10 +104,14 @@ func (p *demoPane) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 		}
 		return nil, true
 	case demoActionMsg:
-		// A success shows up in the demo's event line; only a refusal needs a notice.
+		// A success shows up in the demo's event line; a refusal needs a notice, and a worker
+		// added is confirmed and selected, so that its row is on screen.
 		p.notice = ""
-		if msg.err != nil {
+		switch {
+		case msg.err != nil:
 			p.notice = p.redact(msg.err.Error())
+		case msg.added > 0:
+			p.selected, p.added = msg.added, msg.added
 		}
 		return p.snapshot(false, 0), true
 	case tea.KeyPressMsg:
@@ -113,6 +121,7 @@ func (p *demoPane) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 }
 
 func (p *demoPane) handleKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
+	p.added = 0
 	switch {
 	case key.Matches(msg, p.keys.Prev):
 		p.moveSelection(-1)
@@ -123,8 +132,8 @@ func (p *demoPane) handleKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, p.keys.Add):
 		ctrl := p.ctrl
 		return func() tea.Msg {
-			_, err := ctrl.AddWorker()
-			return demoActionMsg{err: err}
+			id, err := ctrl.AddWorker()
+			return demoActionMsg{err: err, added: id}
 		}, true
 	}
 	w, ok := p.selectedWorker()
@@ -171,6 +180,16 @@ func (p *demoPane) selectedIndex() int {
 		}
 	}
 	return -1
+}
+
+// worker is the snapshot's worker id.
+func (p demoPane) worker(id int) (demo.WorkerSnapshot, bool) {
+	for _, w := range p.snap.Workers {
+		if w.ID == id {
+			return w, true
+		}
+	}
+	return demo.WorkerSnapshot{}, false
 }
 
 func (p *demoPane) selectedWorker() (demo.WorkerSnapshot, bool) {
@@ -237,6 +256,9 @@ func (p demoPane) View(width, height int, st styles) string {
 	}
 	if p.notice != "" {
 		bottom = append(bottom, st.noticeBad.Render(present.SafeText(p.notice, 0))) // the error may quote a server
+	}
+	if w, ok := p.worker(p.added); ok {
+		bottom = append(bottom, st.notice.Render("added "+w.Name+" (selected)"))
 	}
 	bottom = append(bottom, st.dim.Render(p.keyHint()))
 

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/lockscope/lockscope/demo"
@@ -41,7 +43,18 @@ func (r *recordingDemo) record(call string) error {
 func (r *recordingDemo) PauseWorker(id int) error  { return r.record(fmt.Sprintf("pause %d", id)) }
 func (r *recordingDemo) ResumeWorker(id int) error { return r.record(fmt.Sprintf("resume %d", id)) }
 func (r *recordingDemo) CrashWorker(id int) error  { return r.record(fmt.Sprintf("crash %d", id)) }
-func (r *recordingDemo) AddWorker() (int, error)   { return 9, r.record("add") }
+
+// AddWorker adds demo-w5 to the snapshot, as the Controller would.
+func (r *recordingDemo) AddWorker() (int, error) {
+	if err := r.record("add"); err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := len(r.snap.Workers) + 1
+	r.snap.Workers = append(r.snap.Workers, demo.WorkerSnapshot{ID: id, Name: fmt.Sprintf("demo-w%d", id), State: demo.Waiting})
+	return id, nil
+}
 
 func demoTestSnapshot() demo.Snapshot {
 	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -117,10 +130,16 @@ func TestDemoPaneKeysCallTheController(t *testing.T) {
 	runDemoCmd(t, p, cmd)
 	cmd, _ = p.Update(demoKey("+"))
 	runDemoCmd(t, p, cmd)
-	p.Update(demoKey("[")) // back to demo-w2
+	// The worker added is confirmed and selected, so that its row is on screen.
+	runDemoCmd(t, p, p.snapshot(false, 0))
+	view := ansi.Strip(p.View(80, 15, newStyles(colorprofile.TrueColor, true)))
+	if p.selected != 5 || !strings.Contains(view, "added demo-w5 (selected)") || !regexp.MustCompile(`demo-w5\s+waiting`).MatchString(view) {
+		t.Fatalf("the added worker is not confirmed and shown (selected %d):\n%s", p.selected, view)
+	}
+	p.Update(demoKey("[")) // back to demo-w4
 	cmd, _ = p.Update(demoKey("x"))
 	runDemoCmd(t, p, cmd)
-	want := []string{"pause 1", "resume 3", "crash 3", "add", "crash 2"}
+	want := []string{"pause 1", "resume 3", "crash 3", "add", "crash 4"}
 	if strings.Join(rec.calls, ",") != strings.Join(want, ",") {
 		t.Fatalf("calls %v, want %v", rec.calls, want)
 	}

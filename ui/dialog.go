@@ -22,7 +22,8 @@ const inputGuard = 400 * time.Millisecond
 // requires typing its key, since the holder is most likely alive and working.
 const typedConfirmAbove = 5 * time.Second
 
-// defaultExtendTTL prefills the extend dialog.
+// defaultExtendTTL prefills the extend dialog of a lock without expiry (giving it a TTL at all
+// is the point); a lock with a TTL gets its own (see newExtendDialog).
 const defaultExtendTTL = 30 * time.Second
 
 type dialogKind int
@@ -42,32 +43,64 @@ const (
 )
 
 // confirmDialog asks before a mutating action. Focus starts on "No", so enter right away
-// cancels; the action button works only once the input (when there is one) is valid.
+// cancels; the action button works only once the inputs are valid. Typing the key name of a
+// live lock is the deliberate act: once it matches, enter releases.
 type confirmDialog struct {
 	kind     dialogKind
 	lock     *scanner.Lock // the record the operator saw: the action compares against its value
 	openedAt time.Time
-	typed    bool // the operator must type the key name
-	input    textinput.Model
-	hasInput bool
-	onYes    bool // focus on the action button
-	err      string
+	typed    bool // release: the operator must type the key name (inputs[0])
+	// inputs are the text fields: release [key when typed], reason; extend: ttl, reason.
+	inputs []textinput.Model
+	focus  int  // the input typed into; len(inputs) means the buttons
+	onYes  bool // the action button is the chosen one
+	// left is the TTL left when the dialog opened (extend: a shorter TTL asks again);
+	// shortenAsk is that second question, open.
+	left       time.Duration
+	shortenAsk bool
+	err        string
 }
 
 func newReleaseDialog(l *scanner.Lock, now time.Time, st styles) confirmDialog {
 	d := confirmDialog{kind: dialogRelease, lock: l, openedAt: now}
 	if l.NoExpiry || l.RemainingAt(now) > typedConfirmAbove {
-		d.typed, d.hasInput = true, true
-		d.input = newDialogInput(st, "type the key to confirm")
+		d.typed = true
+		d.inputs = append(d.inputs, newDialogInput(st, "type the key to confirm"))
 	}
+	d.inputs = append(d.inputs, newDialogInput(st, "reason, recorded in the audit trail"))
+	if !d.typed { // nothing to type first: the buttons have the focus (n, ←/→ work)
+		d.focus = len(d.inputs)
+	}
+	d.refocus()
 	return d
 }
 
-func newExtendDialog(l *scanner.Lock, now time.Time, st styles) confirmDialog {
-	d := confirmDialog{kind: dialogExtend, lock: l, openedAt: now, hasInput: true}
-	d.input = newDialogInput(st, "e.g. 30s, 5m")
-	d.input.SetValue(defaultExtendTTL.String())
+// newExtendDialog prefills the TTL with the longest TTL seen for the lock's holder (span, the
+// TTL it was most likely taken with), never below what it has left, so accepting the default
+// never shortens it.
+func newExtendDialog(l *scanner.Lock, now time.Time, span time.Duration, st styles) confirmDialog {
+	d := confirmDialog{kind: dialogExtend, lock: l, openedAt: now}
+	ttl := defaultExtendTTL
+	if !l.NoExpiry {
+		d.left = l.RemainingAt(now)
+		ttl = wholeSeconds(max(span, d.left))
+	}
+	ttlInput := newDialogInput(st, "e.g. 30s, 5m")
+	ttlInput.SetValue(ttl.String())
+	ttlInput.CursorEnd()
+	d.inputs = []textinput.Model{ttlInput, newDialogInput(st, "reason, recorded in the audit trail")}
+	d.refocus()
 	return d
+}
+
+// wholeSeconds rounds d up to a whole second (at least one), a duration an operator reads
+// and edits easily.
+func wholeSeconds(d time.Duration) time.Duration {
+	whole := d.Truncate(time.Second)
+	if whole < d {
+		whole += time.Second
+	}
+	return max(whole, time.Second)
 }
 
 func newDialogInput(st styles, placeholder string) textinput.Model {
@@ -76,26 +109,56 @@ func newDialogInput(st styles, placeholder string) textinput.Model {
 	in.Placeholder = placeholder
 	in.CharLimit = 512
 	in.SetStyles(st.input)
-	in.Focus()
 	return in
+}
+
+// refocus gives the cursor to the focused input only.
+func (d *confirmDialog) refocus() {
+	for i := range d.inputs {
+		if i == d.focus {
+			d.inputs[i].Focus()
+		} else {
+			d.inputs[i].Blur()
+		}
+	}
+}
+
+// onButtons says the focus is on the buttons, not in an input.
+func (d confirmDialog) onButtons() bool { return d.focus >= len(d.inputs) }
+
+// reason is what the operator typed as the reason.
+func (d confirmDialog) reason() string {
+	return strings.TrimSpace(d.inputs[len(d.inputs)-1].Value())
 }
 
 // ttl is the extend dialog's duration, when valid.
 func (d confirmDialog) ttl() (time.Duration, bool) {
-	v, err := time.ParseDuration(strings.TrimSpace(d.input.Value()))
+	if d.kind != dialogExtend {
+		return 0, false
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(d.inputs[0].Value()))
 	return v, err == nil && v >= time.Millisecond
+}
+
+// keyTyped says the typed key name matches (always true when none is asked for).
+func (d confirmDialog) keyTyped() bool {
+	return !d.typed || d.inputs[0].Value() == d.lock.Key
 }
 
 // ready says the action button can be pressed.
 func (d confirmDialog) ready() bool {
-	switch {
-	case d.kind == dialogExtend:
+	if d.kind == dialogExtend {
 		_, ok := d.ttl()
 		return ok
-	case d.typed:
-		return d.input.Value() == d.lock.Key
 	}
-	return true
+	return d.keyTyped()
+}
+
+// shortens says the TTL asked for is below what the lock has left; any TTL is, for a lock
+// without expiry (the server refuses both unless told: actions.ExtendAllowingShorten).
+func (d confirmDialog) shortens() bool {
+	ttl, ok := d.ttl()
+	return ok && (d.lock.NoExpiry || ttl < d.left)
 }
 
 // update handles one key at time now.
@@ -103,40 +166,65 @@ func (d *confirmDialog) update(msg tea.KeyPressMsg, now time.Time, keys keyMap) 
 	if now.Sub(d.openedAt) < inputGuard {
 		return dialogOpen, nil
 	}
+	if d.shortenAsk { // "shorten 8m43s to 30s? [y/N]": only y shortens, any other key goes back
+		d.shortenAsk = false
+		if key.Matches(msg, keys.Yes) {
+			return dialogConfirmed, nil
+		}
+		return dialogOpen, nil
+	}
 	switch {
 	case key.Matches(msg, keys.Cancel):
 		return dialogCancelled, nil
 	case key.Matches(msg, keys.Confirm):
-		if !d.onYes {
-			return dialogCancelled, nil
-		}
-		if !d.ready() {
-			d.err = d.notReadyText()
-			return dialogOpen, nil
-		}
-		return dialogConfirmed, nil
-	case key.Matches(msg, keys.SwitchButton), !d.hasInput && key.Matches(msg, keys.ArrowButton):
+		return d.confirm()
+	case key.Matches(msg, keys.SwitchButton), d.onButtons() && key.Matches(msg, keys.ArrowButton):
 		d.onYes = !d.onYes
 		return dialogOpen, nil
-	case !d.hasInput && key.Matches(msg, keys.No):
+	case key.Matches(msg, keys.NextField):
+		d.focus = (d.focus + 1) % (len(d.inputs) + 1)
+		d.refocus()
+		return dialogOpen, nil
+	case key.Matches(msg, keys.PrevField):
+		d.focus = (d.focus + len(d.inputs)) % (len(d.inputs) + 1)
+		d.refocus()
+		return dialogOpen, nil
+	case d.onButtons() && key.Matches(msg, keys.No):
 		return dialogCancelled, nil
 	}
-	if !d.hasInput {
+	if d.onButtons() {
 		return dialogOpen, nil
 	}
 	d.err = ""
 	var cmd tea.Cmd
-	d.input, cmd = d.input.Update(msg)
+	d.inputs[d.focus], cmd = d.inputs[d.focus].Update(msg)
 	return dialogOpen, cmd
 }
 
-// paste feeds pasted text to the input (after the guard, like keys).
+// confirm is enter: the chosen button, except that a typed key name that matches releases.
+func (d *confirmDialog) confirm() (dialogOutcome, tea.Cmd) {
+	deliberate := d.typed && d.keyTyped()
+	if !d.onYes && !deliberate {
+		return dialogCancelled, nil
+	}
+	if !d.ready() {
+		d.err = d.notReadyText()
+		return dialogOpen, nil
+	}
+	if d.shortens() {
+		d.shortenAsk = true
+		return dialogOpen, nil
+	}
+	return dialogConfirmed, nil
+}
+
+// paste feeds pasted text to the focused input (after the guard, like keys).
 func (d *confirmDialog) paste(msg tea.PasteMsg, now time.Time) tea.Cmd {
-	if !d.hasInput || now.Sub(d.openedAt) < inputGuard {
+	if d.onButtons() || d.shortenAsk || now.Sub(d.openedAt) < inputGuard {
 		return nil
 	}
 	var cmd tea.Cmd
-	d.input, cmd = d.input.Update(msg)
+	d.inputs[d.focus], cmd = d.inputs[d.focus].Update(msg)
 	return cmd
 }
 
@@ -177,12 +265,13 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	case d.kind == dialogRelease && d.typed:
 		lines = append(lines,
 			st.danger.Render("The lock is live. Type its key to confirm:"),
-			d.inputView(inner))
+			d.inputView(0, inner))
 	case d.kind == dialogRelease:
 		lines = append(lines, "Deleted only if it still holds this value.")
 	default:
-		lines = append(lines, "New TTL (only if it still holds this value):", d.inputView(inner))
+		lines = append(lines, "New TTL (only if it still holds this value):", d.inputView(0, inner))
 	}
+	lines = append(lines, "Reason:", d.inputView(len(d.inputs)-1, inner))
 	if d.err != "" {
 		lines = append(lines, st.noticeBad.Render(d.err))
 	}
@@ -197,7 +286,19 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	case d.onYes:
 		yes = st.buttonFocus.Render(action)
 	}
-	lines = append(lines, "", no+"  "+yes, st.dim.Render("tab switch · enter choose · esc cancel"))
+	help := "tab switch · ↑/↓ field · enter choose · esc cancel"
+	if d.shortenAsk {
+		ttl, _ := d.ttl()
+		from := present.Duration(d.left)
+		if d.lock.NoExpiry {
+			from = "no expiry"
+		}
+		lines = append(lines, "", st.danger.Render("shorten "+from+" to "+present.Duration(ttl)+"? [y/N]"))
+		help = "y shorten · any other key: back"
+	} else {
+		lines = append(lines, "", no+"  "+yes)
+	}
+	lines = append(lines, st.dim.Render(help))
 	if len(lines)+2 > height { // a short screen: drop the spacing first
 		lines = slices.DeleteFunc(lines, func(s string) bool { return s == "" })
 	}
@@ -207,8 +308,8 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	return st.dialog.Render(strings.Join(lines, "\n"))
 }
 
-func (d confirmDialog) inputView(width int) string {
-	in := d.input
+func (d confirmDialog) inputView(i, width int) string {
+	in := d.inputs[i]
 	in.SetWidth(max(width-3, 1))
 	return in.View()
 }

@@ -84,6 +84,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.openDialog(dialogRelease)
 	case key.Matches(msg, k.Extend):
 		m.openDialog(dialogExtend)
+	case key.Matches(msg, k.ReadOnlyHint):
+		m.setNotice("read-only (--read-only): locks cannot be released or extended from this console", true)
 	case key.Matches(msg, k.Audit):
 		return m.openAudit()
 	}

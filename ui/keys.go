@@ -16,9 +16,13 @@ type keyMap struct {
 	CopyKey, CopyValue     key.Binding // OSC 52, from the table or the detail view
 	Command                key.Binding // the `:` command line (:context, :pattern)
 	Complete               key.Binding // tab in the command line
+	// ReadOnlyHint is d or e in read-only mode, answered with why nothing happens (no help
+	// entry: the actions do not exist there).
+	ReadOnlyHint key.Binding
 
 	// Inside dialogs, the filter prompt and the audit view.
 	SwitchButton, ArrowButton, No, Confirm, Cancel, Reload key.Binding
+	NextField, PrevField, Yes                              key.Binding
 }
 
 func newKeyMap(readOnly bool) keyMap {
@@ -54,11 +58,17 @@ func newKeyMap(readOnly bool) keyMap {
 		Confirm:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose")),
 		Cancel:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		Reload:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		NextField:    key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "next field")),
+		PrevField:    key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "previous field")),
+		Yes:          key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
+		ReadOnlyHint: key.NewBinding(key.WithKeys("d", "e")),
 	}
 	if readOnly {
 		// Read-only: the mutating actions are not merely refused, they do not exist.
 		k.Release.SetEnabled(false)
 		k.Extend.SetEnabled(false)
+	} else {
+		k.ReadOnlyHint.SetEnabled(false)
 	}
 	return k
 }
@@ -86,5 +96,5 @@ func (k keyMap) detailHelp() []key.Binding {
 
 // dialogHelp is the footer while a dialog is open.
 func (k keyMap) dialogHelp() []key.Binding {
-	return []key.Binding{k.SwitchButton, k.Confirm, k.Cancel}
+	return []key.Binding{k.SwitchButton, k.NextField, k.Confirm, k.Cancel}
 }

@@ -37,15 +37,15 @@ func (c *lockCounts) add(o lockCounts) {
 // filtered, how many rows it lets through of how many ("3/21 locks", "3/23 keys (21 locks +2
 // other)").
 func (c lockCounts) text(shown int, filtered bool) string {
-	text := present.Count(c.total-c.other, "lock", "locks")
+	text := present.Count(c.total-c.other, "lock")
 	if c.other > 0 {
 		text += " +" + strconv.Itoa(c.other) + " other"
 	}
 	switch {
 	case filtered && c.other > 0:
-		return fmt.Sprintf("%d/%d keys (%s)", shown, c.total, text)
+		return fmt.Sprintf("%d/%s (%s)", shown, present.Count(c.total, "key"), text)
 	case filtered:
-		return fmt.Sprintf("%d/%d locks", shown, c.total)
+		return fmt.Sprintf("%d/%s", shown, present.Count(c.total, "lock"))
 	}
 	return text
 }

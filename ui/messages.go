@@ -63,6 +63,12 @@ type actionDoneMsg struct {
 	err    error
 }
 
+// declineRecordedMsg says whether the audit record of a dialog answered No was written.
+type declineRecordedMsg struct {
+	key string
+	err error
+}
+
 // auditLoadedMsg is a page of the audit trail, for load id.
 type auditLoadedMsg struct {
 	id      uint64

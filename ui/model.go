@@ -223,6 +223,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case actionDoneMsg:
 		return m.onActionDone(msg)
+	case declineRecordedMsg:
+		m.onDeclineRecorded(msg)
+		return nil
 	case auditLoadedMsg:
 		m.onAuditLoaded(msg)
 		return nil

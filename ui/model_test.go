@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -123,10 +124,11 @@ func TestReleaseDialogDefaultsToNo(t *testing.T) {
 	}
 	mustContain(t, screen(m), "Force-release this lock?")
 	clk.advance(time.Second)
-	cmd := typeKeys(m, "enter")
-	if m.dialog != nil || cmd != nil || m.actionSeq != 0 {
-		t.Fatalf("enter on the default button must cancel: dialog=%v cmd=%v actions=%d", m.dialog != nil, cmd != nil, m.actionSeq)
+	typeKeys(m, "enter") // its command only records the No in the audit trail
+	if m.dialog != nil || m.actionSeq != 0 || m.pending != 0 {
+		t.Fatalf("enter on the default button must cancel: dialog=%v actions=%d", m.dialog != nil, m.actionSeq)
 	}
+	mustContain(t, screen(m), "answered No")
 }
 
 func TestReleaseDialogIgnoresEarlyKeys(t *testing.T) {
@@ -172,6 +174,22 @@ func TestReleaseLiveLockNeedsTypedKey(t *testing.T) {
 	}
 }
 
+// TestReleaseTypedKeyThenEnterReleases: typing the key name is the deliberate act, so enter
+// releases without a tab to the button; ↓ moves to the reason recorded in the audit trail.
+func TestReleaseTypedKeyThenEnterReleases(t *testing.T) {
+	m, clk := newTestModel(t, 120, 30)
+	selectKey(t, m, "lock:order:1001")
+	typeKeys(m, "d")
+	clk.advance(time.Second)
+	typeKeys(m, "lock:order:1001", "down", "INC-1 stuck deploy")
+	if m.dialog == nil || m.dialog.inputs[0].Value() != "lock:order:1001" || auditReason(m.dialog) != "INC-1 stuck deploy" {
+		t.Fatalf("key and reason not typed into their fields: %+v", m.dialog)
+	}
+	if cmd := typeKeys(m, "enter"); m.dialog != nil || cmd == nil || m.actionSeq != 1 {
+		t.Fatalf("enter after the matching key name did not release: open=%v", m.dialog != nil)
+	}
+}
+
 func TestNoExpiryLockNeedsTypedKey(t *testing.T) {
 	m, _ := newTestModel(t, 120, 30)
 	selectKey(t, m, "lock:cart:7")
@@ -206,11 +224,14 @@ func TestExtendDialog(t *testing.T) {
 	m, clk := newTestModel(t, 120, 30)
 	selectKey(t, m, "lock:order:1001")
 	typeKeys(m, "e")
-	if m.dialog == nil || m.dialog.kind != dialogExtend || m.dialog.input.Value() != "30s" {
-		t.Fatalf("e should open the extend dialog prefilled with 30s: %+v", m.dialog)
+	if m.dialog == nil || m.dialog.kind != dialogExtend {
+		t.Fatalf("e should open the extend dialog: %+v", m.dialog)
+	}
+	if d, ok := m.dialog.ttl(); !ok || d < m.selected().RemainingAt(clk.now()) {
+		t.Fatalf("the extend dialog's default %q would shorten the lock", m.dialog.inputs[0].Value())
 	}
 	clk.advance(time.Second)
-	for range 3 {
+	for range len(m.dialog.inputs[0].Value()) {
 		typeKeys(m, "backspace")
 	}
 	typeKeys(m, "soon", "tab", "enter")
@@ -229,6 +250,31 @@ func TestExtendDialog(t *testing.T) {
 	}
 }
 
+// TestExtendShorteningAsksAgain: a TTL below what the lock has left is set only after a
+// second, explicit y (enter or n go back to the dialog).
+func TestExtendShorteningAsksAgain(t *testing.T) {
+	m, clk := newTestModel(t, 120, 30)
+	selectKey(t, m, "lock:order:1001") // 25s left
+	typeKeys(m, "e")
+	clk.advance(time.Second)
+	for range len(m.dialog.inputs[0].Value()) {
+		typeKeys(m, "backspace")
+	}
+	typeKeys(m, "5s", "tab", "enter")
+	if m.dialog == nil || !m.dialog.shortenAsk || m.actionSeq != 0 {
+		t.Fatal("a shorter TTL was not asked about again")
+	}
+	mustContain(t, screen(m), "shorten 25s to 5.0s? [y/N]")
+	typeKeys(m, "enter")
+	if m.dialog == nil || m.dialog.shortenAsk || m.actionSeq != 0 {
+		t.Fatal("enter (the default No) should go back to the dialog")
+	}
+	typeKeys(m, "enter", "y")
+	if m.dialog != nil || m.actionSeq != 1 {
+		t.Fatal("y did not shorten")
+	}
+}
+
 func TestReadOnlyHidesActions(t *testing.T) {
 	m, clk := newTestModel(t, 120, 30, readOnly)
 	selectKey(t, m, "lock:pay:55")
@@ -240,6 +286,7 @@ func TestReadOnlyHidesActions(t *testing.T) {
 	s := screen(m)
 	mustContain(t, s, "READ-ONLY")
 	mustNotContain(t, s, "force-release")
+	mustContain(t, s, "locks cannot be released or extended") // d and e say why nothing happens
 	typeKeys(m, "?")
 	s = screen(m)
 	mustNotContain(t, s, "force-release")
@@ -353,7 +400,7 @@ func TestGoneDeltaRemovesKey(t *testing.T) {
 }
 
 func TestReconnectingBannerKeepsTable(t *testing.T) {
-	m, _ := newTestModel(t, 120, 30)
+	m, _ := newTestModel(t, 160, 30) // wide enough for the whole error
 	feed(m, scanner.Update{Kind: scanner.UpdateRetrying, Gen: 2, Attempt: 3, RetryIn: 400 * time.Millisecond,
 		Addr: "127.0.0.1:6379", Err: errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")})
 	s := screen(m)
@@ -367,10 +414,29 @@ func TestReconnectingBannerKeepsTable(t *testing.T) {
 	mustContain(t, s, "● live")
 }
 
+// TestBannerSaysTheTableIsOldBeforeTheError: on a narrow screen a long error is cut, never
+// what the operator must know (docs/tui.md's wording).
+func TestBannerSaysTheTableIsOldBeforeTheError(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	feed(m, scanner.Update{Kind: scanner.UpdateRetrying, Gen: 2, Attempt: 3, RetryIn: 400 * time.Millisecond,
+		Addr: "127.0.0.1:6379", Err: errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")})
+	mustContain(t, screen(m), "reconnecting… the table shows the last census · attempt 3, next in 400ms")
+}
+
+// TestExpiredTTLShownInFull: a TTL extrapolated to zero reads `expired`, as docs/tui.md says.
+func TestExpiredTTLShownInFull(t *testing.T) {
+	m, clk := newTestModel(t, 120, 30)
+	clk.advance(4 * time.Second) // lock:pay:55 had 3 s left
+	m.Update(tickMsg(clk.now()))
+	if !regexp.MustCompile(`lock:pay:55 .* expired `).MatchString(screen(m)) {
+		t.Fatalf("the TTL of an expired lock is not `expired`:\n%s", screen(m))
+	}
+}
+
 func TestScanErrorShowsBanner(t *testing.T) {
 	m, _ := newTestModel(t, 120, 30)
 	feed(m, scanner.Update{Kind: scanner.UpdateError, Gen: 2, Err: errors.New("EOF")})
-	mustContain(t, screen(m), "reconnecting… scan failed: EOF — the table shows the last census")
+	mustContain(t, screen(m), "reconnecting… the table shows the last census · scan failed: EOF")
 	if len(m.view.rows) != 5 {
 		t.Fatal("a failed pass dropped keys")
 	}

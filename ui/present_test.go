@@ -119,3 +119,16 @@ func TestShownErrorsAreRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditViewShowsTTLAndResultWhenNarrow: on an 80-column screen the audit view still shows
+// each record's TTL and result, which come before the wide columns that get cut.
+func TestAuditViewShowsTTLAndResultWhenNarrow(t *testing.T) {
+	r := presenttest.Audit
+	r.Operator, r.Key = "oncall-engineer@bastion-host-7", "lock:orders:region-eu-west-1:batch-000017"
+	r.Result, r.Error = actions.Extended, ""
+	view := ansi.Strip(auditView{records: []actions.AuditRecord{r}}.view(80, 10, presenttest.Redact, monoStyles()))
+	row := strings.Split(view, "\n")[2]
+	if !strings.Contains(row, presenttest.ExtendText) || !strings.Contains(row, "extended") {
+		t.Errorf("the audit row at 80 columns lacks the TTL %s or the result:\n%s", presenttest.ExtendText, view)
+	}
+}

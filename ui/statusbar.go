@@ -236,15 +236,15 @@ func (s statusBar) banner(width int, st styles) string {
 	var text string
 	switch {
 	case s.conn == connReconnecting:
-		text = "reconnecting… "
+		// What the operator must know first; the error, long, is cut at the screen's edge.
+		text = "reconnecting… the table shows the last census"
 		if s.attempt > 0 {
-			text += "attempt " + strconv.Itoa(s.attempt)
+			text += " · attempt " + strconv.Itoa(s.attempt)
 			if s.retryIn > 0 {
 				text += ", next in " + present.Duration(s.retryIn)
 			}
-			text += ": "
 		}
-		text += s.connErr + " — the table shows the last census"
+		text += " · " + s.connErr
 	case len(s.missing) > 0:
 		text = "partial census: cannot read " + strings.Join(s.missing, ", ")
 	default:

@@ -114,7 +114,7 @@ func (t lockTable) visible(v viewIndex) []string {
 const (
 	flagWidth = 2 // "!" stuck, "∞" no expiry
 	ageWidth  = 7
-	ttlWidth  = 6
+	ttlWidth  = len(present.Expired) // the widest TTL word; durations take at most 6
 	barWidth  = 6
 	reWidth   = 3
 	minFence  = 5  // "FENCE"; wider when the visible tokens need it

@@ -109,7 +109,7 @@ var Audit = actions.AuditRecord{Time: Now.Add(-1500 * time.Millisecond), Operato
 	Key: "lock:a", Seen: valueA, Result: actions.Failed, Error: "AUTH " + Password + ": WRONGPASS", TTL: Extend}
 
 // AuditCells are the cells of Audit under present.AuditColumns, as both outputs show them.
-var AuditCells = []string{"2025-11-29T08:59:58.500Z", "alice", "extend " + ExtendText, "lock:a", "failed: AUTH ***: WRONGPASS",
+var AuditCells = []string{"2025-11-29T08:59:58.500Z", "extend", ExtendText, "failed: AUTH ***: WRONGPASS", "lock:a", "alice",
 	present.Unknown, valueA}
 
 // AuditTableProblems is what an audit table's header line and its row of Audit, as the CLI
