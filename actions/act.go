@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
@@ -66,9 +67,7 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 		script, source, success = extendScript, extendSource, Extended
 		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
 	} else {
-		// release.lua wakes locklib's and Redisson's waiters: it needs their queue keys.
-		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key),
-			scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
+		keys = append(keys, wakeKeys(key, a.target.Mode == connect.Cluster)...)
 	}
 
 	res.Instances = make([]InstanceResult, len(a.target.Clients))
@@ -83,6 +82,23 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	err := aggregate(&res, success)
 	res.AuditErr = a.writeAudit(ctx, res, err, reason)
 	return res, err
+}
+
+// wakeKeys are the keys release.lua needs besides key to wake its waiters (KEYS[2..6]:
+// locklib's wait queue, presence and levels, Redisson's fair queue and deadlines). On a cluster
+// only those in key's slot are named: Redis refuses a script whose keys span slots, which would
+// refuse the release itself. A key with a '}' but no hash tag has its locklib companions in
+// another slot, one with a '{' but no hash tag its Redisson ones (their namings differ); in
+// both namings the rest share key's slot.
+func wakeKeys(key string, cluster bool) []string {
+	if cluster && !protocol.CompanionsInSlot(key) {
+		return nil
+	}
+	keys := []string{protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key)}
+	if cluster && !scanner.RedissonCompanionsInSlot(key) {
+		return keys
+	}
+	return append(keys, scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
 }
 
 // isReentrantLockscope reports whether expect is a re-entrant locklib value (it has a count).

@@ -122,6 +122,18 @@ func RedissonQueueKey(lock string) string { return redissonPrefixed(redissonQueu
 // scored in unix ms): past it, Redisson drops the waiter from the queue at its next attempt.
 func RedissonTimeoutKey(lock string) string { return redissonPrefixed(redissonTimeoutPrefix, lock) }
 
+// RedissonCompanionsInSlot reports whether lock's Redisson companions (RedissonQueueKey, ...)
+// hash to lock's Redis Cluster slot. Redisson's naming keeps them there unless lock has a '{'
+// but no hash tag (the prefixed name then hashes whole), or a '}' and no '{' (the braces it
+// adds then make a shorter tag).
+func RedissonCompanionsInSlot(lock string) bool {
+	open := strings.IndexByte(lock, '{')
+	if open < 0 {
+		return !strings.Contains(lock, "}")
+	}
+	return strings.IndexByte(lock[open+1:], '}') > 0
+}
+
 // redissonNameOf inverts the name part of prefixName and suffixName: "{<name>}" is name when
 // name has no "{"; a part with a "{" elsewhere is the name itself.
 func redissonNameOf(part string) (string, bool) {
