@@ -272,6 +272,28 @@ func TestForceReleaseWakesRedissonWaiters(t *testing.T) {
 	}
 }
 
+// A key of another type where a Redisson lock's fair queue would be (anyone may write one)
+// does not keep the lock's plain waiters from being told.
+func TestForceReleaseWakesRedissonWaitersDespiteAMistypedQueue(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	const key, owner = "lock:r:mistyped", "6841f7a9-1c2d-4e5f-8a9b-83751ef2f06b:61"
+	if err := c.HSet(ctx, key, owner, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, c, "redisson_lock_queue:{"+key+"}", "not a list", time.Minute)
+	ps := listen(t, c, "redisson_lock__channel:{"+key+"}")
+	res, err := New(target, Options{}).Release(ctx, key, CanonicalHash(map[string]string{owner: "1"}), "stuck")
+	if err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Payload != "0" {
+		t.Errorf("the lock's channel: %v %v, want 0", msg, err)
+	}
+}
+
 // On a cluster the wake-up reaches Redisson's waiters whichever Pub/Sub they chose: SPUBLISH
 // for those subscribed with SSUBSCRIBE (sharded, on the slot's master: the channel is in the
 // lock's slot), PUBLISH for the others, which the cluster forwards to every node. A key whose
