@@ -90,6 +90,9 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 // refuse the release itself. A key with a '}' but no hash tag has its locklib companions in
 // another slot, one with a '{' but no hash tag its Redisson ones (their namings differ); in
 // both namings the rest share key's slot.
+// withLocklibWakeKeys is how many of a release's keys are key and locklib's (wakeKeys' first three).
+const withLocklibWakeKeys = 4
+
 func wakeKeys(key string, cluster bool) []string {
 	if cluster && !protocol.CompanionsInSlot(key) {
 		return nil
@@ -132,14 +135,20 @@ func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string,
 	reply, err := script.Run(ctx, c, keys, args...).Slice()
 	if len(keys) > 1 && isKeyPermissionError(err) {
 		// The user may not touch the companion keys (an ACL key pattern like ~lock:*), and
-		// Redis refused the whole script for them before running it: act on the key alone
-		// (a release without the wake-up), unless that would break the lock.
+		// Redis refused the whole script for them before running it: act with fewer of them
+		// (a release without some wake-ups), unless that would break the lock.
 		if script == extendScript && isReentrantLockscope(args[0]) {
 			out.Outcome, out.Err = Failed, fmt.Errorf("actions: %s is a re-entrant lockscope lock, whose levels (%s) must live as long as it: "+
 				"this user may not write them (ACL), so it is not extended", keys[0], keys[1])
 			return out
 		}
-		reply, err = script.Run(ctx, c, keys[:1], args...).Slice()
+		// Without Redisson's keys first (an ACL written for locklib's still wakes its waiters),
+		// then on the key alone.
+		for _, n := range []int{withLocklibWakeKeys, 1} {
+			if n < len(keys) && isKeyPermissionError(err) {
+				reply, err = script.Run(ctx, c, keys[:n], args...).Slice()
+			}
+		}
 	}
 	if err != nil {
 		out.Outcome, out.Err = Failed, explainScriptError(err, source)

@@ -133,6 +133,34 @@ func TestForceReleaseWakesWithReadOnlyQueueAccess(t *testing.T) {
 	}
 }
 
+// An operator whose ACL covers locklib's wait-queue keys but not Redisson's (Redis refuses a
+// script that names a key the user may not write) still wakes locklib's waiters.
+func TestForceReleaseWakesLocklibWaitersWithoutRedissonKeyAccess(t *testing.T) {
+	target, c, s := standalone(t)
+	ctx := testCtx(t)
+	rules := []any{"~lock:*", "~lockscope:*", "~waitq:*", "~waitp:*", "~levels:*", "&*", "+@all"}
+	if err := c.Do(ctx, append([]any{"ACL", "SETUSER", "locklibonly", "on", ">pw"}, rules...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	key := "lock:locklibonly"
+	live := protocol.QueueEntry("live:7", time.Minute, lockValue)
+	c.ZAdd(ctx, protocol.WaitQueueKey(key), redis.Z{Score: 1, Member: live})
+	c.ZAdd(ctx, protocol.WaitPresenceKey(key), redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: live})
+	mustSet(t, c, key, lockValue, time.Minute)
+	ps := listen(t, c, protocol.WakeChannelPrefix+"*")
+
+	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "locklibonly", "pw" })
+	a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	if res, err := a.Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Payload != "live:7\n"+key {
+		t.Fatalf("wake-up: %v %v, want the queued waiter woken", msg, err)
+	}
+}
+
 func TestForceReleaseWakesRedlockWaiters(t *testing.T) {
 	target, clients, _ := redlock(t, 3)
 	ctx := testCtx(t)
