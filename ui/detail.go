@@ -20,8 +20,9 @@ type detailPane struct {
 }
 
 // view renders the pane's content (without border) for lock l in width x height; cluster
-// says the target is a Redis Cluster (the master holding the key is worth a line).
-func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) string {
+// says the target is a Redis Cluster (the master holding the key is worth a line). The TTL
+// counts down on the local clock now, the age on the server's (clocks), as in the table.
+func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) string {
 	if l == nil {
 		return st.dim.Render("no lock selected")
 	}
@@ -41,8 +42,9 @@ func (detailPane) view(l *scanner.Lock, width, height int, now time.Time, stuckA
 	add("holder", present.OrUnknown(l.Node))
 	add("trace", present.OrUnknown(l.Trace))
 	if !l.AcquiredAt.IsZero() {
-		acq := present.Acquired(l, now)
-		if present.Stuck(l, now, stuckAfter) {
+		serverNow := clocks.Now(l, now)
+		acq := present.Acquired(l, serverNow)
+		if present.Stuck(l, serverNow, stuckAfter) {
 			acq += " " + st.stuck.Render(present.FlagStuck.Label())
 		}
 		addStyled("acquired", acq)

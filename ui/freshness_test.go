@@ -88,6 +88,12 @@ func TestAgesOnTheServersClock(t *testing.T) {
 	if row := rowOf(t, scr, "lock:ahead"); !strings.Contains(row, " skew ") {
 		t.Errorf("lock:ahead: want AGE skew: %q", row)
 	}
+	// The detail pane measures on the same clock as the row.
+	selectKey(t, m, "lock:behind")
+	typeKeys(m, "enter")
+	if scr := screen(m); !strings.Contains(scr, "(30s ago)") || strings.Contains(scr, "clock skew") {
+		t.Errorf("lock:behind's details: want acquired 30s ago on the server's clock:\n%s", scr)
+	}
 }
 
 // TestFreshRowShowsNoMoreThanItWasReadWith: a record that arrives between two ticks is drawn

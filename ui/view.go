@@ -179,7 +179,7 @@ func (m *Model) bodyView(lay layoutInfo) string {
 		if lay.detailSide {
 			dw = lay.detailWidth
 		}
-		content := m.detail.view(m.selected(), dw-2, h-2, m.now, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
+		content := m.detail.view(m.selected(), dw-2, h-2, m.now, m.status.clocks, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
 		detail = paneBox("details", content, dw, h, m.st)
 		if !lay.detailSide {
 			return detail
