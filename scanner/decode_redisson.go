@@ -158,9 +158,6 @@ func redissonLockOf(key string) (string, bool) {
 		}
 		return "", false
 	}
-	if base, ok := strings.CutSuffix(key, redissonPermitsSuffix); ok {
-		return redissonNameOf(base)
-	}
 	// <name part>:<uuid>:<threadId>:rwlock_timeout:<level>
 	i := strings.LastIndex(key, redissonLevelInfix)
 	if i < 0 || !isDecimal(key[i+len(redissonLevelInfix):]) {
@@ -175,6 +172,18 @@ func redissonLockOf(key string) (string, bool) {
 		return "", false
 	}
 	return redissonNameOf(key[:id])
+}
+
+// redissonPermitsOf names the RPermitExpirableSemaphore whose permits key would be
+// ("{<name>}:timeout", a sorted set). Unlike redissonLockOf's names, this one is common enough
+// for a lock of its own ("lock:{job}:timeout"): key is a companion only when it is a sorted
+// set, which only its read tells (dropPermits).
+func redissonPermitsOf(key string) (string, bool) {
+	base, ok := strings.CutSuffix(key, redissonPermitsSuffix)
+	if !ok {
+		return "", false
+	}
+	return redissonNameOf(base)
 }
 
 // readRedisson fills in what Redisson keeps beside the Redisson locks among locks (one
