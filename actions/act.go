@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
@@ -79,14 +80,8 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
 		args = append(args, strconv.FormatBool(allowShorten))
 	} else {
-		// release.lua wakes locklib's and Redisson's waiters: it needs their queue keys. Only a
-		// hash (args[2]: its field count) can be Redisson's, so only a hash's release names
-		// Redisson's queue, and an ACL that leaves Redisson's keys out keeps every other
-		// release's wake-up (runOn drops all companions when one is refused).
-		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key))
-		if args[2] != "0" {
-			keys = append(keys, scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
-		}
+		// Only a hash (args[2]: its field count) can be Redisson's lock.
+		keys = append(keys, wakeKeys(key, a.target.Mode == connect.Cluster, args[2] != "0")...)
 	}
 
 	res.Instances = make([]InstanceResult, len(a.target.Clients))
@@ -101,6 +96,28 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	err := aggregate(&res, success)
 	res.AuditErr = a.writeAudit(ctx, res, err, reason)
 	return res, err
+}
+
+// withLocklibWakeKeys is how many of a release's keys are key and locklib's (wakeKeys' first three).
+const withLocklibWakeKeys = 4
+
+// wakeKeys are the keys release.lua needs besides key to wake its waiters (KEYS[2..6]:
+// locklib's wait queue, presence and levels, Redisson's fair queue and deadlines). Redisson's
+// are named only for a hash, the only kind of lock Redisson writes, so that an ACL written for
+// locklib's layout keeps every other release's wake-ups. On a cluster only those in key's slot
+// are named: Redis refuses a script whose keys span slots, which would refuse the release
+// itself. A key with a '}' but no hash tag has its locklib companions in another slot, one with
+// a '{' but no hash tag its Redisson ones (their namings differ); in both namings the rest share
+// key's slot.
+func wakeKeys(key string, cluster, hash bool) []string {
+	if cluster && !protocol.CompanionsInSlot(key) {
+		return nil
+	}
+	keys := []string{protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LevelsKey(key)}
+	if !hash || cluster && !scanner.RedissonCompanionsInSlot(key) {
+		return keys
+	}
+	return append(keys, scanner.RedissonQueueKey(key), scanner.RedissonTimeoutKey(key))
 }
 
 // isReentrantLockscope reports whether expect is a re-entrant locklib value (it has a count).
@@ -139,14 +156,20 @@ func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string,
 	reply, err := script.Run(ctx, c, keys, args...).Slice()
 	if len(keys) > 1 && isKeyPermissionError(err) {
 		// The user may not touch the companion keys (an ACL key pattern like ~lock:*), and
-		// Redis refused the whole script for them before running it: act on the key alone
-		// (a release without the wake-up), unless that would break the lock.
+		// Redis refused the whole script for them before running it: act with fewer of them
+		// (a release without some wake-ups), unless that would break the lock.
 		if script == extendScript && isReentrantLockscope(args[0]) {
 			out.Outcome, out.Err = Failed, fmt.Errorf("actions: %s is a re-entrant lockscope lock, whose levels (%s) must live as long as it: "+
 				"this user may not write them (ACL), so it is not extended", keys[0], keys[1])
 			return out
 		}
-		reply, err = script.Run(ctx, c, keys[:1], args...).Slice()
+		// Without Redisson's keys first (an ACL written for locklib's still wakes its waiters),
+		// then on the key alone.
+		for _, n := range []int{withLocklibWakeKeys, 1} {
+			if n < len(keys) && isKeyPermissionError(err) {
+				reply, err = script.Run(ctx, c, keys[:n], args...).Slice()
+			}
+		}
 	}
 	if err != nil {
 		out.Outcome, out.Err = Failed, explainScriptError(err, source)

@@ -29,13 +29,14 @@ local function wakeRedisson(held, queue, deadlines)
     end
   end
   local channel = 'redisson_lock__channel:' .. name
+  -- First: reading the queue fails when its key holds another type, which anyone may write.
+  redissonPublish(channel, REDISSON_UNLOCK)
   local now = nowMs()
   for _, entry in ipairs(redis.call('LRANGE', queue, 0, WAKE_SCAN - 1)) do
     local deadline = redis.call('ZSCORE', deadlines, entry)
     if not deadline or tonumber(deadline) > now then
       redissonPublish(channel .. ':' .. entry, REDISSON_UNLOCK)
-      break
+      return
     end
   end
-  redissonPublish(channel, REDISSON_UNLOCK)
 end

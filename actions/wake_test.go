@@ -133,6 +133,34 @@ func TestForceReleaseWakesWithReadOnlyQueueAccess(t *testing.T) {
 	}
 }
 
+// An operator whose ACL covers locklib's wait-queue keys but not Redisson's (Redis refuses a
+// script that names a key the user may not write) still wakes locklib's waiters.
+func TestForceReleaseWakesLocklibWaitersWithoutRedissonKeyAccess(t *testing.T) {
+	target, c, s := standalone(t)
+	ctx := testCtx(t)
+	rules := []any{"~lock:*", "~lockscope:*", "~waitq:*", "~waitp:*", "~levels:*", "&*", "+@all"}
+	if err := c.Do(ctx, append([]any{"ACL", "SETUSER", "locklibonly", "on", ">pw"}, rules...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	key := "lock:locklibonly"
+	live := protocol.QueueEntry("live:7", time.Minute, lockValue)
+	c.ZAdd(ctx, protocol.WaitQueueKey(key), redis.Z{Score: 1, Member: live})
+	c.ZAdd(ctx, protocol.WaitPresenceKey(key), redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: live})
+	mustSet(t, c, key, lockValue, time.Minute)
+	ps := listen(t, c, protocol.WakeChannelPrefix+"*")
+
+	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "locklibonly", "pw" })
+	a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	if res, err := a.Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Payload != "live:7\n"+key {
+		t.Fatalf("wake-up: %v %v, want the queued waiter woken", msg, err)
+	}
+}
+
 func TestForceReleaseWakesRedlockWaiters(t *testing.T) {
 	target, clients, _ := redlock(t, 3)
 	ctx := testCtx(t)
@@ -272,9 +300,33 @@ func TestForceReleaseWakesRedissonWaiters(t *testing.T) {
 	}
 }
 
+// A key of another type where a Redisson lock's fair queue would be (anyone may write one)
+// does not keep the lock's plain waiters from being told.
+func TestForceReleaseWakesRedissonWaitersDespiteAMistypedQueue(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	const key, owner = "lock:r:mistyped", "6841f7a9-1c2d-4e5f-8a9b-83751ef2f06b:61"
+	if err := c.HSet(ctx, key, owner, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, c, "redisson_lock_queue:{"+key+"}", "not a list", time.Minute)
+	ps := listen(t, c, "redisson_lock__channel:{"+key+"}")
+	res, err := New(target, Options{}).Release(ctx, key, CanonicalHash(map[string]string{owner: "1"}), "stuck")
+	if err != nil || res.Outcome != Released {
+		t.Fatalf("force-release: %q %v", res.Outcome, err)
+	}
+	wakeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Payload != "0" {
+		t.Errorf("the lock's channel: %v %v, want 0", msg, err)
+	}
+}
+
 // On a cluster the wake-up reaches Redisson's waiters whichever Pub/Sub they chose: SPUBLISH
 // for those subscribed with SSUBSCRIBE (sharded, on the slot's master: the channel is in the
-// lock's slot), PUBLISH for the others, which the cluster forwards to every node.
+// lock's slot), PUBLISH for the others, which the cluster forwards to every node. A key whose
+// waiters' keys would be in another slot (a brace but no hash tag) is still released: Redis
+// refuses a script whose keys span slots, so those keys are not named.
 func TestForceReleaseWakesRedissonWaitersOnACluster(t *testing.T) {
 	redistest.Slow(t)
 	cl := redistest.StartCluster(t, 3)
@@ -318,6 +370,15 @@ func TestForceReleaseWakesRedissonWaitersOnACluster(t *testing.T) {
 	for name, ps := range map[string]*redis.PubSub{"sharded": sharded, "plain": plain} {
 		if msg, err := ps.ReceiveMessage(wakeCtx); err != nil || msg.Channel != channel || msg.Payload != "0" {
 			t.Errorf("%s subscriber: %v %v, want 0 on %s", name, msg, err, channel)
+		}
+	}
+
+	for _, key := range []string{"lock:{open", "lock:{}empty", "lock:}close"} {
+		if err := cc.Set(ctx, key, lockValue, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := New(target, Options{}).Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
+			t.Errorf("force-release %s: %q %v, want released", key, res.Outcome, err)
 		}
 	}
 }

@@ -10,9 +10,10 @@ import (
 
 // Companion keys are the keys a lock library keeps beside a lock: locklib's fence, wait queue
 // and the rest (protocol.LockKeyOf), Redisson's token, fair-lock queue and deadlines, read-lock
-// levels, semaphore permits and unlock latches (redissonLockOf). They belong to their lock:
-// a key whose lock the pattern also matches is never a row of its own, so a wide pattern
-// (`*`) lists each lock once instead of its counters and queues as locks that never expire.
+// levels and unlock latches (redissonLockOf), and semaphore permits (redissonPermitsOf, known
+// only once read: dropPermits). They belong to their lock: a key whose lock the pattern also
+// matches is never a row of its own, so a wide pattern (`*`) lists each lock once instead of
+// its counters and queues as locks that never expire.
 // A pattern that matches a companion but not its lock (`redisson_lock_token:*`) still lists it.
 //
 // A census learns which locks have locklib companions (protocol.FenceKey,
@@ -54,6 +55,20 @@ func dropCompanions(pattern string, keys []string) []string {
 		}
 	}
 	return locks
+}
+
+// dropPermits empties (Key "", as for a key gone) the records among locks, just read, that are
+// the permits of a Redisson semaphore pattern matches (redissonPermitsOf): by name they could
+// be locks, so they are dropped only once read as sorted sets.
+func dropPermits(pattern string, locks []Lock) {
+	for i := range locks {
+		if locks[i].Type != "zset" {
+			continue
+		}
+		if sem, ok := redissonPermitsOf(locks[i].Key); ok && MatchGlob(pattern, sem) {
+			locks[i] = Lock{}
+		}
+	}
 }
 
 // canDiscover reports whether pattern is simple enough to filter on the client exactly.

@@ -122,6 +122,18 @@ func RedissonQueueKey(lock string) string { return redissonPrefixed(redissonQueu
 // scored in unix ms): past it, Redisson drops the waiter from the queue at its next attempt.
 func RedissonTimeoutKey(lock string) string { return redissonPrefixed(redissonTimeoutPrefix, lock) }
 
+// RedissonCompanionsInSlot reports whether lock's Redisson companions (RedissonQueueKey, ...)
+// hash to lock's Redis Cluster slot. Redisson's naming keeps them there unless lock has a '{'
+// but no hash tag (the prefixed name then hashes whole), or a '}' and no '{' (the braces it
+// adds then make a shorter tag).
+func RedissonCompanionsInSlot(lock string) bool {
+	open := strings.IndexByte(lock, '{')
+	if open < 0 {
+		return !strings.Contains(lock, "}")
+	}
+	return strings.IndexByte(lock[open+1:], '}') > 0
+}
+
 // redissonNameOf inverts the name part of prefixName and suffixName: "{<name>}" is name when
 // name has no "{"; a part with a "{" elsewhere is the name itself.
 func redissonNameOf(part string) (string, bool) {
@@ -146,9 +158,6 @@ func redissonLockOf(key string) (string, bool) {
 		}
 		return "", false
 	}
-	if base, ok := strings.CutSuffix(key, redissonPermitsSuffix); ok {
-		return redissonNameOf(base)
-	}
 	// <name part>:<uuid>:<threadId>:rwlock_timeout:<level>
 	i := strings.LastIndex(key, redissonLevelInfix)
 	if i < 0 || !isDecimal(key[i+len(redissonLevelInfix):]) {
@@ -163,6 +172,18 @@ func redissonLockOf(key string) (string, bool) {
 		return "", false
 	}
 	return redissonNameOf(key[:id])
+}
+
+// redissonPermitsOf names the RPermitExpirableSemaphore whose permits key would be
+// ("{<name>}:timeout", a sorted set). Unlike redissonLockOf's names, this one is common enough
+// for a lock of its own ("lock:{job}:timeout"): key is a companion only when it is a sorted
+// set, which only its read tells (dropPermits).
+func redissonPermitsOf(key string) (string, bool) {
+	base, ok := strings.CutSuffix(key, redissonPermitsSuffix)
+	if !ok {
+		return "", false
+	}
+	return redissonNameOf(base)
 }
 
 // readRedisson fills in what Redisson keeps beside the Redisson locks among locks (one

@@ -43,6 +43,8 @@ func writeRedissonLayouts(ctx context.Context, t *testing.T, c *redis.Client) *r
 	must(t, c.Set(ctx, "lock:r:psem", "2", 0).Err())
 	must(t, c.ZAdd(ctx, "{lock:r:psem}:timeout", redisZ(float64(now+600000), "\x68\xb4\x8d\xe6")).Err())
 	must(t, c.Set(ctx, "redisson_unlock_latch:{lock:r:plain}:0f3c", "1", time.Minute).Err())
+	// Named like a semaphore's permits, but a lock of its own (a string).
+	must(t, c.Set(ctx, "lock:{r}:timeout", "q83vEjRWeJCrze8SNFZ4kA==", time.Minute).Err())
 
 	must(t, c.Set(ctx, "lock:seed", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
 	must(t, c.Set(ctx, protocol.FenceKey("lock:seed"), "42", 0).Err())
@@ -62,7 +64,7 @@ func writeRedissonLayouts(ctx context.Context, t *testing.T, c *redis.Client) *r
 
 // redissonRows are the locks of writeRedissonLayouts: one row each, no companion.
 var redissonRows = []string{"lock:r:plain", "lock:r:fair", "lock:r:rw-read", "lock:r:rw-write", "lock:r:fenced",
-	"lock:r:waited", "lock:r:psem", "lock:seed", "lock:redsync", "lock:bsm", "lock:node-redlock"}
+	"lock:r:waited", "lock:r:psem", "lock:{r}:timeout", "lock:seed", "lock:redsync", "lock:bsm", "lock:node-redlock"}
 
 // TestRedissonLocksAsTheyAre: with the widest pattern, every lock is one row and its
 // companions belong to it (Redisson's and locklib's); Redisson's fence is its RFencedLock
@@ -140,11 +142,9 @@ func TestRedissonCompanionOf(t *testing.T) {
 		{"redisson_lock_queue:{lock:a}", "lock:a"},
 		{"redisson_lock_timeout:{lock:a}", "lock:a"},
 		{"redisson_unlock_latch:{lock:a}:6d1f", "lock:a"},
-		{"{lock:a}:timeout", "lock:a"},
 		{"{lock:a}:" + redissonClient + ":65:rwlock_timeout:2", "lock:a"},
 		// A name with a hash tag of its own is used as it is.
 		{"redisson_lock_queue:lock:{a}", "lock:{a}"},
-		{"lock:{a}:timeout", "lock:{a}"},
 		{"lock:{a}:" + redissonClient + ":65:rwlock_timeout:1", "lock:{a}"},
 		{"fence:{lock:a}", "lock:a"},
 		{"waitq:{lock:a}", "lock:a"},
@@ -154,9 +154,40 @@ func TestRedissonCompanionOf(t *testing.T) {
 			t.Errorf("companionOf(%q) = %q %v, want %q", tc.key, lock, ok, tc.lock)
 		}
 	}
-	for _, key := range []string{"lock:a", "redisson_lock_queue:lock:a", "lock:a:timeout", "{lock:a}:x:rwlock_timeout:1", "{lock:a}"} {
+	// A semaphore's permits ({lock:a}:timeout) are told by their type, once read (dropPermits).
+	for _, key := range []string{"lock:a", "redisson_lock_queue:lock:a", "lock:a:timeout", "{lock:a}:x:rwlock_timeout:1", "{lock:a}",
+		"{lock:a}:timeout", "lock:{a}:timeout"} {
 		if lock, _, ok := companionOf(key); ok {
 			t.Errorf("companionOf(%q) = %q, want no companion", key, lock)
 		}
+	}
+	for key, sem := range map[string]string{"{lock:a}:timeout": "lock:a", "lock:{a}:timeout": "lock:{a}"} {
+		if got, ok := redissonPermitsOf(key); !ok || got != sem {
+			t.Errorf("redissonPermitsOf(%q) = %q %v, want %q", key, got, ok, sem)
+		}
+	}
+}
+
+// TestWatchTellsPermitsFromLocks: while watching, a semaphore's permits (a sorted set named
+// {<name>}:timeout) that change stay out of the rows, and a lock merely named like them is one.
+func TestWatchTellsPermitsFromLocks(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	must(t, c.Set(ctx, "lock:w:psem", "2", 0).Err())
+	updates := New(target, Options{Pattern: "*", Interval: time.Hour}).Watch(ctx)
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+
+	must(t, c.ZAdd(ctx, "{lock:w:psem}:timeout", redisZ(float64(time.Now().Add(time.Minute).UnixMilli()), "permit")).Err())
+	must(t, c.Set(ctx, "lock:{w}:timeout", "q83vEjRWeJCrze8SNFZ4kA==", time.Minute).Err())
+	must(t, c.Set(ctx, "lock:w:after", "q83vEjRWeJCrze8SNFZ4kA==", time.Minute).Err())
+	rows := map[string]bool{}
+	waitFor(t, updates, 5*time.Second, "the lock named like permits and the key set after", func(u Update) bool {
+		for _, l := range u.Locks {
+			rows[l.Key] = true
+		}
+		return rows["lock:{w}:timeout"] && rows["lock:w:after"]
+	})
+	if rows["{lock:w:psem}:timeout"] {
+		t.Fatalf("the semaphore's permits are a row: %v", rows)
 	}
 }

@@ -127,7 +127,8 @@ func (s *Scanner) reread(ctx context.Context, keys []string, quiet map[string]bo
 				}
 			}
 		}
-		out = append(out, dst...)
+		dropPermits(s.opts.Pattern, dst)
+		out = append(out, compact(dst)...)
 	}
 	return out
 }

@@ -422,6 +422,7 @@ func (p *pass) readBatch(ctx context.Context, b keyBatch, readers []server, kr k
 	if err := p.s.readLocks(ctx, b.keys, readers, kr, p, locks); err != nil {
 		return err
 	}
+	dropPermits(p.s.opts.Pattern, locks)
 	return p.out.batch(b.start, locks)
 }
 

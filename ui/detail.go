@@ -51,8 +51,9 @@ const detailLabelWidth = 10
 const sizeTimeout = 5 * time.Second
 
 // lines is the whole content of the view for lock l, wrapped to width cells; cluster says the
-// target is a Redis Cluster (the master holding the key is worth a line).
-func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) []string {
+// target is a Redis Cluster (the master holding the key is worth a line). The TTL counts down
+// on the local clock now, the age on the server's (clocks), as in the table.
+func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) []string {
 	if l == nil {
 		return []string{st.dim.Render("no lock selected")}
 	}
@@ -80,8 +81,9 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, stuckAfter 
 	add("holder", present.OrUnknown(l.Node))
 	add("trace", present.OrUnknown(l.Trace))
 	if !l.AcquiredAt.IsZero() {
-		acq := present.Acquired(l, now)
-		if present.Stuck(l, now, stuckAfter) {
+		serverNow := clocks.Now(l, now)
+		acq := present.Acquired(l, serverNow)
+		if present.Stuck(l, serverNow, stuckAfter) {
 			acq += " " + st.stuck.Render(present.FlagStuck.Label())
 		}
 		addStyled("acquired", acq)
@@ -177,11 +179,7 @@ func (d detailPane) clampedScroll(n, height int) int {
 
 // detailLines is the detail view's content for the selected lock at width.
 func (m *Model) detailLines(width int) []string {
-	l, now := m.selected(), m.now
-	if l != nil {
-		now = m.status.clocks.Now(l, m.now) // ages on the lock's server's clock, as the table's
-	}
-	return m.detail.lines(l, width, now, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
+	return m.detail.lines(m.selected(), width, m.now, m.status.clocks, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
 }
 
 // openDetail shows the selected lock's details from the top; a value read only in part gets

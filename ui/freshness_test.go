@@ -88,6 +88,14 @@ func TestAgesOnTheServersClock(t *testing.T) {
 	if row := rowOf(t, scr, "lock:ahead"); !strings.Contains(row, " skew ") {
 		t.Errorf("lock:ahead: want AGE skew: %q", row)
 	}
+	// The detail view measures the age on the same clock as the row, and the TTL on the local
+	// one (PTTL is relative): an hour-behind server leaves the minute whole.
+	selectKey(t, m, "lock:behind")
+	typeKeys(m, "enter")
+	if scr := screen(m); !strings.Contains(scr, "(30s ago)") || strings.Contains(scr, "clock skew") || !strings.Contains(scr, "1m00s left") {
+		t.Errorf("lock:behind's details: want acquired 30s ago on the server's clock, 1m00s left:\n%s", scr)
+	}
+	typeKeys(m, "esc")
 	// The status bar counts stuck locks on the same clock (on the local one, lock:behind has
 	// been held an hour), and so does the is:stuck filter.
 	if top := strings.SplitN(scr, "\n", 2)[0]; !strings.Contains(top, "stuck 0") {
