@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockscope/lockscope/config"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
@@ -38,9 +39,18 @@ func addContextFlag(root *cobra.Command) {
 		"($XDG_CONFIG_HOME/lockscope/config.yaml; `lockscope contexts` lists them); flags given as well win")
 }
 
-// apply fills the connection flags the command line did not give from --context's
-// connection (the root's PersistentPreRunE, before any command reads them).
+// apply is the root's PersistentPreRunE, before any command reads the connection flags:
+// --context's connection (applyContext), then the check that they name one mode.
 func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
+	if err := e.applyContext(cmd); err != nil {
+		return err
+	}
+	return checkModeFlags(cmd)
+}
+
+// applyContext fills the connection flags the command line did not give from --context's
+// connection.
+func (e *contextEnv) applyContext(cmd *cobra.Command) error {
 	name, _ := cmd.Flags().GetString(flagContext)
 	if name == "" {
 		return nil
@@ -64,8 +74,15 @@ func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
 			_ = f.Set(flagRedis, u)
 		}
 	}
-	if c.ResolvedMode() == config.ModeCluster {
-		set(flagCluster, "true")
+	if modeFlag(cmd) == connect.Standalone { // a mode given on the command line wins
+		switch c.ResolvedMode() {
+		case config.ModeCluster:
+			set(flagCluster, "true")
+		case config.ModeRedlock:
+			set(flagRedlock, "true")
+		case config.ModeIndependent:
+			set(flagIndependent, "true")
+		}
 	}
 	if c.Pattern != "" {
 		set(flagPattern, c.Pattern)

@@ -40,6 +40,7 @@ func newActionCmd(cmd *cobra.Command, opts *actionOptions, getenv func(string) s
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, recorded in the audit trail")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	addServerFlag(cmd, &opts.Server)
 	return cmd
 }
 
@@ -55,6 +56,7 @@ type actionOptions struct {
 	Reason      string
 	TTL         time.Duration // extend
 	JSON        bool
+	Server      string // --server: one of several independent servers
 }
 
 // fill takes the connection flags and the key from the command line.
@@ -77,7 +79,11 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		return err
 	}
 	defer t.Close()
-	admin := opts.Conn.admin(t)
+	on, err := actionTarget(ctx, t, opts)
+	if err != nil {
+		return err
+	}
+	admin := opts.Conn.admin(on)
 	stderr := opts.IO.ErrOut
 
 	expect := opts.Expect
@@ -108,6 +114,37 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		return err
 	}
 	return resultExit(res)
+}
+
+// actionTarget is where the action runs: the target, or of independent servers the one that
+// holds the key (--server when several do: an action is aimed at one lock).
+func actionTarget(ctx context.Context, t connect.Target, opts *actionOptions) (connect.Target, error) {
+	targets, err := serverTargets(t, opts.Server)
+	switch {
+	case err != nil:
+		return connect.Target{}, err
+	case len(targets) == 1:
+		return targets[0], nil
+	}
+	h, err := opts.Conn.admin(t).Peek(ctx, opts.Key)
+	if err != nil {
+		return connect.Target{}, describeError(t, err)
+	}
+	var holding []string
+	for _, in := range h.Instances {
+		if in.Exists {
+			holding = append(holding, in.Addr)
+		}
+	}
+	switch len(holding) {
+	case 0:
+		return connect.Target{}, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", opts.Key, opts.Action))
+	case 1:
+		one, _ := t.On(holding[0])
+		return one, nil
+	}
+	return connect.Target{}, withExit(exitUsage, fmt.Errorf("%s exists on %d servers (%s): pick one with --%s ADDR",
+		opts.Key, len(holding), strings.Join(holding, ", "), flagServer))
 }
 
 // readAndConfirm reads the key's current value, shows it on stderr and asks the operator to

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +18,11 @@ import (
 
 // showOptions is `lockscope show KEY`.
 type showOptions struct {
-	IO   IOStreams
-	Conn connection
-	Key  string
-	JSON bool
+	IO     IOStreams
+	Conn   connection
+	Key    string
+	JSON   bool
+	Server string // --server: one of several independent servers
 }
 
 func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
@@ -35,6 +37,7 @@ func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object: the fields of ls --json plus type, truncated, waiters, quorum, decoded")
+	addServerFlag(cmd, &opts.Server)
 	return cmd
 }
 
@@ -44,24 +47,62 @@ func runShow(ctx context.Context, opts *showOptions) error {
 		return err
 	}
 	defer t.Close()
-	sc := opts.Conn.scanner(t)
-	l, err := sc.Get(ctx, opts.Key)
-	if errors.Is(err, scanner.ErrGone) {
-		return withExit(exitGone, fmt.Errorf("%s does not exist", opts.Key))
-	}
+	targets, err := serverTargets(t, opts.Server)
 	if err != nil {
-		return describeError(t, err)
+		return err
 	}
+	// Independent servers: the key is a lock of its own on each server that has it, and each
+	// is shown (one block, or one JSON line, each).
+	var unread []string
+	var readErr error
+	shown := 0
+	for _, one := range targets {
+		sc := opts.Conn.scanner(one)
+		l, err := sc.Get(ctx, opts.Key)
+		switch {
+		case errors.Is(err, scanner.ErrGone):
+			continue
+		case err != nil && len(targets) > 1:
+			printf(opts.IO.ErrOut, "lockscope: warning: %s\n", describeError(t, err))
+			unread, readErr = append(unread, one.Addrs[0]), err
+			continue
+		case err != nil:
+			return describeError(t, err)
+		}
+		if shown > 0 && !opts.JSON {
+			if err := printf(opts.IO.Out, "\n"); err != nil {
+				return err
+			}
+		}
+		shown++
+		if err := showOne(ctx, opts, sc, &l); err != nil {
+			return err
+		}
+	}
+	switch {
+	case shown == 0 && len(unread) == len(targets):
+		return describeError(t, readErr)
+	case shown == 0:
+		return withExit(exitGone, fmt.Errorf("%s does not exist", opts.Key))
+	case len(unread) > 0:
+		return withExit(exitPartial, fmt.Errorf("partial: could not read %s", strings.Join(unread, ", ")))
+	}
+	return nil
+}
+
+// showOne writes l, read by sc, as a table or one JSON line.
+func showOne(ctx context.Context, opts *showOptions, sc *scanner.Scanner, l *scanner.Lock) error {
 	// A list, a set, ... under the pattern: its TTL, or lack of one, says nothing about a lock.
 	notALock := l.Format == scanner.FormatNotALock
+	var err error
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
-		err = enc.Encode(toShowJSON(&l))
+		err = enc.Encode(toShowJSON(l))
 	case !notALock:
 		// Ages on the server's clock: the one the value was stamped with.
-		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, sc.Clocks(ctx).Now(&l, l.FetchedAt))
+		err = writeShow(opts.IO.Out, l, opts.Conn.StuckAfter, sc.Clocks(ctx).Now(l, l.FetchedAt))
 	}
 	if err == nil && notALock {
 		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", opts.Key, l.Type))

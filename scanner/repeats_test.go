@@ -13,7 +13,7 @@ func TestDropRepeats(t *testing.T) {
 	for i := range 2000 {
 		locks = append(locks, Lock{Key: fmt.Sprintf("lock:%d", i%1500), Value: fmt.Sprint(i)})
 	}
-	got := dropRepeats(locks)
+	got := dropRepeats(locks, false)
 	if len(got) != 1500 {
 		t.Fatalf("%d records, want 1500", len(got))
 	}
@@ -23,7 +23,7 @@ func TestDropRepeats(t *testing.T) {
 		}
 	}
 	distinct := []Lock{{Key: "a"}, {Key: "b"}, {Key: "c"}}
-	if got := dropRepeats(slices.Clone(distinct)); len(got) != 3 || got[0].Key != "a" || got[2].Key != "c" {
+	if got := dropRepeats(slices.Clone(distinct), false); len(got) != 3 || got[0].Key != "a" || got[2].Key != "c" {
 		t.Fatalf("distinct keys changed: %v", got)
 	}
 }
