@@ -102,3 +102,44 @@ func containsLine(lines []string, want string) bool {
 	re := regexp.MustCompile("^" + strings.Join(words, " +"))
 	return slices.ContainsFunc(lines, re.MatchString)
 }
+
+// TestTUIIndependentServers: the console over two independent servers holding the same key
+// lists it twice, one row per server under SERVER, and a release from the row of one server leaves the other server's lock alone.
+func TestTUIIndependentServers(t *testing.T) {
+	redistest.Slow(t)
+	srvs := redistest.StartN(t, 2)
+	a, b := srvs[0], srvs[1]
+	setLock(t, a, "lock:same", "node-a", "-", time.Hour)
+	setLock(t, b, "lock:same", "node-b", "-", time.Hour)
+
+	s := startTUI(t, "--redis", redisURL(a.Addr), "--redis", redisURL(b.Addr), "--independent")
+	rowA := regexp.MustCompile(regexp.QuoteMeta(a.Addr) + ` +lock:same +node-a`)
+	rowB := regexp.MustCompile(regexp.QuoteMeta(b.Addr) + ` +lock:same +node-b`)
+	s.waitFor("a row per server", 15*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "SERVER") && rowA.MatchString(scr) && rowB.MatchString(scr) && strings.Contains(scr, "2 locks")
+	})
+
+	s.keys("/")
+	s.typeText("node-b")
+	s.keys("Enter")
+	s.waitFor("b's row alone", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "1/2 locks") && rowB.MatchString(scr) && !rowA.MatchString(scr)
+	})
+	s.keys("d")
+	s.waitForText("Type its key to confirm", 5*time.Second)
+	s.typeConfirmation("lock:same")
+	s.keys("Tab", "Enter")
+	s.waitForText("released lock:same", 10*time.Second)
+	ctx := context.Background()
+	if n := b.Client().Exists(ctx, "lock:same").Val(); n != 0 {
+		t.Errorf("b's lock:same still there after its release")
+	}
+	if v := a.Client().Get(ctx, "lock:same").Val(); !strings.HasPrefix(v, "node-a:") {
+		t.Errorf("the release from b's row touched a's lock: %q", v)
+	}
+	s.keys("Escape")
+	s.waitFor("a's row stays", 10*time.Second, func(scr string) bool {
+		return rowA.MatchString(scr) && !rowB.MatchString(scr) && strings.Contains(scr, "1 lock")
+	})
+	s.quit()
+}

@@ -57,13 +57,14 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 	}
 	m.actionSeq++
 	m.pending++
+	admin := m.admin.For(d.lock.Addr) // independent servers: the lock's server only
 	if d.kind == dialogExtend {
 		ttl, _ := d.ttl()
 		m.setNotice("extending "+d.lock.Key+"…", false)
-		return extendCmd(m.ctx, m.admin, m.actionSeq, d.lock, ttl)
+		return extendCmd(m.ctx, admin, m.actionSeq, d.lock, ttl)
 	}
 	m.setNotice("releasing "+d.lock.Key+"…", false)
-	return releaseCmd(m.ctx, m.admin, m.actionSeq, d.lock)
+	return releaseCmd(m.ctx, admin, m.actionSeq, d.lock)
 }
 
 // onActionDone reports an action's result and updates the table at once for a lock that is
@@ -79,8 +80,9 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	m.setNotice(text, bad)
 	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: text}) // the text names the key
 	if msg.err == nil && (msg.result.Outcome == actions.Released || msg.result.Outcome == actions.AlreadyGone) {
-		if cur := m.locks.get(msg.key); cur != nil && cur.Value == msg.seen.Value {
-			m.locks.remove(msg.key)
+		id := m.locks.id(msg.seen)
+		if cur := m.locks.get(id); cur != nil && cur.Value == msg.seen.Value {
+			m.locks.remove(id)
 			return m.requestView()
 		}
 	}

@@ -65,10 +65,10 @@ func tick() tea.Cmd {
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
 // A build whose query is no longer the latest stops early; its message is dropped by its
 // generation like any stale build's.
-func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, now time.Time, stuckAfter time.Duration, selKey string) tea.Cmd {
+func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, now time.Time, stuckAfter time.Duration, byServer bool, selKey string) tea.Cmd {
 	return func() tea.Msg {
 		rank := present.NewRanking[string](q.sort, q.desc, 0)
-		matched, counts := rankRows(snap, q, now, stuckAfter, outdated(gen, latest), rowKey, rank)
+		matched, counts := rankRows(snap, q, now, stuckAfter, outdated(gen, latest), rowIDs(byServer), rank)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
 		idx := viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
@@ -77,9 +77,9 @@ func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint6
 
 // partialViewCmd finds the first and the last limit rows of a new order in one pass, for the
 // table to show while the full build runs.
-func partialViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, now time.Time, stuckAfter time.Duration, limit int) tea.Cmd {
+func partialViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, now time.Time, stuckAfter time.Duration, byServer bool, limit int) tea.Cmd {
 	return func() tea.Msg {
-		return viewPartialMsg{gen: gen, index: buildPartialView(snap, q, now, stuckAfter, outdated(gen, latest), limit)}
+		return viewPartialMsg{gen: gen, index: buildPartialView(snap, q, now, stuckAfter, byServer, outdated(gen, latest), limit)}
 	}
 }
 

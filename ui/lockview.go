@@ -52,14 +52,14 @@ func (c lockCounts) text(shown int, filtered bool) string {
 
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
 // data or query change (off the update loop for large sets) and only sliced per frame. It holds
-// keys, not rows: the table looks each visible row up in the census, and a view that held rows
+// ids (lockID), not rows: the table looks each visible row up in the census, and a view that held rows
 // would keep a whole older generation of them alive while passes replace them.
 //
 // A partial view (after a sort or filter change on a large census) holds only the first and
 // the last rows of the new order, found in one pass, and counts the unranked rows between
 // them, which wait for the full build.
 type viewIndex struct {
-	rows     []string // the whole order, or the first rows of a partial view
+	rows     []string // ids: the whole order, or the first rows of a partial view
 	unranked int
 	tail     []string // a partial view's last rows
 	counts   lockCounts
@@ -68,7 +68,7 @@ type viewIndex struct {
 // len is the number of rows the filter lets through, ranked or not.
 func (v viewIndex) len() int { return len(v.rows) + v.unranked + len(v.tail) }
 
-// key is row i's key, "" while the row is not ranked yet.
+// key is row i's id, "" while the row is not ranked yet.
 func (v viewIndex) key(i int) string {
 	switch {
 	case i < len(v.rows):
@@ -79,7 +79,7 @@ func (v viewIndex) key(i int) string {
 	return ""
 }
 
-// indexOf is where key is ranked in v (-1: not there or not ranked yet).
+// indexOf is where the lock id key is ranked in v (-1: not there or not ranked yet).
 func (v viewIndex) indexOf(key string) int {
 	if i := indexOfKey(v.rows, key); i >= 0 {
 		return i
@@ -90,14 +90,13 @@ func (v viewIndex) indexOf(key string) int {
 	return -1
 }
 
-// buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
-func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration) viewIndex {
+// buildView filters and sorts a snapshot of a set with or without byServer. It is a pure
+// function: it runs inside a command.
+func buildView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, byServer bool) viewIndex {
 	rank := present.NewRanking[string](q.sort, q.desc, 0)
-	matched, counts := rankRows(all, q, now, stuckAfter, nil, rowKey, rank)
+	matched, counts := rankRows(all, q, now, stuckAfter, nil, rowIDs(byServer), rank)
 	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
-
-func rowKey(r *lockRow) string { return r.key }
 
 func sameRow(r *lockRow) *lockRow { return r }
 
@@ -105,7 +104,8 @@ func sameRow(r *lockRow) *lockRow { return r }
 // pass without a sort of the rest: the last ones are the first of the reverse order (the
 // order is total: ties are broken by key). The pass is split across the cores: each part
 // keeps its own first and last rows, and the view's are the first and last of those.
-func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, outdated func() bool, limit int) viewIndex {
+func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter time.Duration, byServer bool, outdated func() bool, limit int) viewIndex {
+	rowID := rowIDs(byServer)
 	type part struct {
 		head, tail *present.Ranking[*lockRow]
 		matched    int
@@ -132,11 +132,11 @@ func buildPartialView(all []*lockRow, q viewQuery, now time.Time, stuckAfter tim
 		v.counts.add(p.counts)
 		for r := range p.head.Sorted() {
 			r.fill(&l)
-			head.Add(&l, r.key)
+			head.Add(&l, rowID(r))
 		}
 		for r := range p.tail.Sorted() {
 			r.fill(&l)
-			tail.Add(&l, r.key)
+			tail.Add(&l, rowID(r))
 		}
 	}
 	v.rows = rankedKeys(head, min(matched, limit))
