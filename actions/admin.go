@@ -68,6 +68,17 @@ func New(t connect.Target, o Options) *Admin {
 	return &Admin{target: t, opts: o}
 }
 
+// For is the Admin that acts on a lock read on server addr: on a target of independent
+// servers, where a lock is a key on one server, an Admin of that server alone (no server when
+// addr is not one of them: its actions fail); on any other target a itself.
+func (a *Admin) For(addr string) *Admin {
+	if a.target.Mode != connect.Independent {
+		return a
+	}
+	one, _ := a.target.On(addr)
+	return &Admin{target: one, opts: a.opts}
+}
+
 // Operator is the name recorded in audit records.
 func (a *Admin) Operator() string { return a.opts.Operator }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockscope/lockscope/config"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
@@ -40,7 +41,7 @@ func addContextFlag(root *cobra.Command) {
 
 // apply fills the connection flags the command line did not give from --context's
 // connection (the root's PersistentPreRunE, before any command reads them).
-func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
+func (e *contextEnv) apply(cmd *cobra.Command) error {
 	name, _ := cmd.Flags().GetString(flagContext)
 	if name == "" {
 		return nil
@@ -64,8 +65,15 @@ func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
 			_ = f.Set(flagRedis, u)
 		}
 	}
-	if c.ResolvedMode() == config.ModeCluster {
-		set(flagCluster, "true")
+	if modeFlag(cmd) == connect.Standalone { // a mode given on the command line wins
+		switch c.ResolvedMode() {
+		case config.ModeCluster:
+			set(flagCluster, "true")
+		case config.ModeRedlock:
+			set(flagRedlock, "true")
+		case config.ModeIndependent:
+			set(flagIndependent, "true")
+		}
 	}
 	if c.Pattern != "" {
 		set(flagPattern, c.Pattern)
@@ -159,7 +167,10 @@ func contextConnection(ctx context.Context, name string, getenv func(string) str
 		return connection{}, err
 	}
 	env := &contextEnv{base: getenv}
-	if err := env.apply(cmd, nil); err != nil {
+	if err := env.apply(cmd); err != nil {
+		return connection{}, err
+	}
+	if err := validateConnectionFlags(cmd); err != nil {
 		return connection{}, err
 	}
 	return connectionFlags(cmd, env.getenv), nil

@@ -194,6 +194,16 @@ func demoServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.
 		view := e.Inspect(opts.Redlock > 1)
 		return e.Servers(opts.Redlock > 1), view, func() { view.Close(); e.Close() }, nil
 	}
+	switch urls := len(opts.Conn.Config.URLs); {
+	case opts.Conn.Config.Mode == connect.Independent:
+		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage,
+			errors.New("--independent: the demo's workers share one lock deployment (one server, --cluster or --redlock N)"))
+	case opts.Redlock > 0 && opts.Conn.Config.Mode == connect.Standalone:
+		opts.Conn.Config.Mode = connect.Redlock
+	case urls > 1 && opts.Conn.Config.Mode == connect.Standalone:
+		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage,
+			fmt.Errorf("%d --redis URLs: give --redlock %d for a Redlock set of them, or --cluster for cluster seeds", urls, urls))
+	}
 	view, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return demo.Servers{}, connect.Target{}, func() {}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
@@ -18,6 +19,8 @@ import (
 const (
 	flagRedis       = "redis"
 	flagCluster     = "cluster"
+	flagRedlock     = "redlock"
+	flagIndependent = "independent"
 	flagTLSCA       = "tls-ca"
 	flagTLSInsecure = "tls-insecure"
 	flagPattern     = "pattern"
@@ -39,10 +42,13 @@ const defaultRedisURL = "redis://127.0.0.1:6379"
 // it in --help; the default is applied in connectionFlags instead.
 func addConnectionFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringArray(flagRedis, nil, "Redis URL: redis://, rediss:// (TLS) or unix://; repeat for N independent "+
-		"instances (Redlock). Default $"+envRedisURL+", else "+defaultRedisURL+". Password from the URL or $"+envPassword)
+	f.StringArray(flagRedis, nil, "Redis URL: redis://, rediss:// (TLS) or unix://; repeat for several servers "+
+		"(with --redlock, --independent or --cluster). Default $"+envRedisURL+", else "+defaultRedisURL+
+		". Password from the URL or $"+envPassword)
 	f.Bool(flagCluster, false, "the --redis URL(s) are seeds of a Redis Cluster; every node is reached with the first URL's "+
 		"user, password and TLS. Without it a URL that names a cluster node reads the whole cluster anyway")
+	f.Bool(flagRedlock, false, "the --redis URLs are the instances of one Redlock set (each lock is on all of them)")
+	f.Bool(flagIndependent, false, "the --redis URLs are separate servers, each with locks of its own")
 	f.String(flagTLSCA, "", "PEM file of the CA that signs the servers' TLS certificates (implies TLS)")
 	f.Bool(flagTLSInsecure, false, "do not verify the servers' TLS certificates (implies TLS)")
 	f.String(flagPattern, scanner.DefaultPattern, "key pattern of the locks (SCAN MATCH)")
@@ -63,7 +69,7 @@ func validateConnectionFlags(cmd *cobra.Command) error {
 	if stuck, _ := f.GetDuration(flagStuckAfter); stuck <= 0 {
 		return withExit(exitUsage, fmt.Errorf("--%s %v: want a duration above 0 (default %v)", flagStuckAfter, stuck, present.DefaultStuckAfter))
 	}
-	return nil
+	return checkModeFlags(cmd)
 }
 
 // connection is what the shared flags say about the deployment: where it is and how to treat
@@ -90,7 +96,7 @@ func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection 
 			c.Config.URLs = []string{env}
 		}
 	}
-	c.Config.Cluster, _ = f.GetBool(flagCluster)
+	c.Config.Mode = modeFlag(cmd)
 	c.Config.TLSCAFile, _ = f.GetString(flagTLSCA)
 	c.Config.TLSInsecure, _ = f.GetBool(flagTLSInsecure)
 	c.Config.Password = getenv(envPassword)
@@ -101,9 +107,40 @@ func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection 
 	return c
 }
 
+// modeFlags are the flags that say what several --redis URLs are, and the mode each names.
+var modeFlags = []struct {
+	name string
+	mode connect.Mode
+}{{flagCluster, connect.Cluster}, {flagRedlock, connect.Redlock}, {flagIndependent, connect.Independent}}
+
+// modeFlag is the mode the command line names (connect.Standalone when none). A flag of
+// another type under one of the names (the demo's --redlock N) names none.
+func modeFlag(cmd *cobra.Command) connect.Mode {
+	for _, m := range modeFlags {
+		if on, err := cmd.Flags().GetBool(m.name); err == nil && on {
+			return m.mode
+		}
+	}
+	return connect.Standalone
+}
+
+// checkModeFlags refuses more than one of --cluster, --redlock and --independent.
+func checkModeFlags(cmd *cobra.Command) error {
+	var given []string
+	for _, m := range modeFlags {
+		if on, err := cmd.Flags().GetBool(m.name); err == nil && on {
+			given = append(given, "--"+m.name)
+		}
+	}
+	if len(given) > 1 {
+		return withExit(exitUsage, fmt.Errorf("%s: give one of them", strings.Join(given, " and ")))
+	}
+	return nil
+}
+
 // open connects (connect.Open) and reports on stderr what it decided on its own (a cluster
-// node given without --cluster) and Redlock instances that do not answer, as warnings; the
-// error is ready to return from a run function (exit code, no password).
+// node given without --cluster) and Redlock or independent servers that do not answer, as
+// warnings; the error is ready to return from a run function (exit code, no password).
 func (c connection) open(ctx context.Context, stderr io.Writer) (connect.Target, error) {
 	t, down, err := connect.Open(ctx, c.Config)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
@@ -95,9 +96,9 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		}
 		sink = &jsonRanked{out: out, ranking: present.NewRanking[recordRef](by, false, opts.Limit), records: newLockRecords(), clocks: sc.Clocks(ctx)}
 	case order == scanOrder:
-		sink = newTableStream(out, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx)})
+		sink = newTableStream(out, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx), t.Mode == connect.Independent})
 	default:
-		sink = newTableRanked(out, by, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx)})
+		sink = newTableRanked(out, by, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx), t.Mode == connect.Independent})
 	}
 	var writeErr error // the output failed (a closed pipe): not the census's failure
 	census, err := sc.CensusEach(ctx, func(locks []scanner.Lock) error {

@@ -31,6 +31,10 @@ const columnGap = 2
 // "not-a-lock"); a longer count or fence shifts the rest of its row.
 var streamWidths = columnWidths{keyWidth, holderWidth, traceWidth, 7, 7, 3, 10, 10}
 
+// serverWidth is a streamed table's SERVER column: an IPv4 address and port
+// ("255.255.255.255:65535"); a longer address shifts the rest of its row.
+const serverWidth = 21
+
 // tableRow is a lock's row of the ls table, rendered: its cells joined by tabs (no cell holds
 // one: SafeText escapes them).
 type tableRow struct {
@@ -57,14 +61,17 @@ func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration, clocks scann
 	return b
 }
 
-func newTableRow(b []byte, l *scanner.Lock, stuckAfter time.Duration, clocks scanner.Clocks) tableRow {
-	return tableRow{cells: appendRow(b, l, stuckAfter, clocks)}
+func newTableRow(b []byte, l *scanner.Lock, set tableSettings) tableRow {
+	if set.servers {
+		b = append(append(b, present.SafeText(l.Addr, 0)...), '\t')
+	}
+	return tableRow{cells: appendRow(b, l, set.stuckAfter, set.clocks)}
 }
 
 // columnWidths are the widths in runes of the columns but the last (FLAGS, never padded).
 type columnWidths []int
 
-func newColumnWidths() columnWidths { return make(columnWidths, len(lsColumns)-1) }
+func newColumnWidths(set tableSettings) columnWidths { return make(columnWidths, len(set.columns())-1) }
 
 // widen makes the columns as wide as cells (joined by tabs, valid UTF-8 as SafeText makes
 // it: a rune is a byte that does not continue one).
@@ -108,7 +115,24 @@ func appendAligned(b, cells []byte, widths columnWidths) []byte {
 var blanks = []byte(strings.Repeat(" ", 2*keyWidth+columnGap))
 
 // header is the table's title row, its cells joined by tabs.
-func header() []byte { return []byte(strings.Join(lsColumns, "\t")) }
+func header(set tableSettings) []byte { return []byte(strings.Join(set.columns(), "\t")) }
+
+// columns are the table's titles: SERVER first for independent servers, where a key names
+// one lock on each server that has it.
+func (set tableSettings) columns() []string {
+	if set.servers {
+		return append([]string{present.ColumnServer}, lsColumns...)
+	}
+	return lsColumns
+}
+
+// streamWidths are the widths of a streamed table (see streamWidths).
+func (set tableSettings) streamWidths() columnWidths {
+	if set.servers {
+		return append(columnWidths{serverWidth}, streamWidths...)
+	}
+	return streamWidths
+}
 
 // censusSummary is the line under the table. It describes the whole census, whatever --limit
 // shows: the locks, the other keys under the pattern (a list, a set: not locks), and of the
@@ -156,19 +180,22 @@ type tableSettings struct {
 	limit      int // --limit; 0: all
 	stuckAfter time.Duration
 	clocks     scanner.Clocks // the servers' clocks: ages are measured on them
+	servers    bool           // independent servers: a SERVER column first
 }
 
 // tableStream writes rows as their batch is read (--sort none), in fixed-width columns.
 type tableStream struct {
 	out       *bufio.Writer
 	set       tableSettings
+	widths    columnWidths
 	shown     int
 	summary   censusSummary
 	row, line []byte // reused from lock to lock
 }
 
 func newTableStream(out *bufio.Writer, set tableSettings) *tableStream {
-	return &tableStream{out: out, set: set, line: appendAligned(nil, header(), streamWidths)}
+	widths := set.streamWidths()
+	return &tableStream{out: out, set: set, widths: widths, line: appendAligned(nil, header(set), widths)}
 }
 
 func (s *tableStream) add(locks []scanner.Lock) error {
@@ -177,9 +204,9 @@ func (s *tableStream) add(locks []scanner.Lock) error {
 		if s.set.limit > 0 && s.shown == s.set.limit {
 			continue
 		}
-		r := newTableRow(s.row[:0], &locks[i], s.set.stuckAfter, s.set.clocks)
+		r := newTableRow(s.row[:0], &locks[i], s.set)
 		s.row = r.cells
-		s.line = appendAligned(s.line, r.cells, streamWidths)
+		s.line = appendAligned(s.line, r.cells, s.widths)
 		s.shown++
 	}
 	err := writeRendered(s.out, s.line)
@@ -210,13 +237,13 @@ type tableRanked struct {
 }
 
 func newTableRanked(out *bufio.Writer, by present.Sort, set tableSettings) *tableRanked {
-	return &tableRanked{out: out, set: set, ranking: present.NewRanking[tableRow](by, false, set.limit), widths: newColumnWidths()}
+	return &tableRanked{out: out, set: set, ranking: present.NewRanking[tableRow](by, false, set.limit), widths: newColumnWidths(set)}
 }
 
 func (s *tableRanked) add(locks []scanner.Lock) error {
 	for i := range locks {
 		s.summary.count(&locks[i], s.set.stuckAfter, s.set.clocks)
-		r := newTableRow(s.row[:0], &locks[i], s.set.stuckAfter, s.set.clocks)
+		r := newTableRow(s.row[:0], &locks[i], s.set)
 		s.row = r.cells
 		r.cells = s.rows.keep(r.cells)
 		if s.set.limit == 0 {
@@ -240,7 +267,7 @@ func (s *tableRanked) finish() error {
 // writeTable writes the header, rows and the summary line (of the whole census), in columns
 // as wide as their widest cell (widths: the rows' widths; the header's are added here).
 func writeTable(out *bufio.Writer, rows iter.Seq[tableRow], widths columnWidths, summary *censusSummary, set tableSettings) error {
-	head := header()
+	head := header(set)
 	widths.widen(head)
 	line := appendAligned(nil, head, widths)
 	shown := 0

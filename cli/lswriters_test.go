@@ -13,15 +13,16 @@ import (
 // them.
 func writeLocksTable(w io.Writer, locks []*scanner.Lock, stuckAfter time.Duration) error {
 	rows := make([]tableRow, len(locks))
-	widths := newColumnWidths()
+	set := tableSettings{stuckAfter: stuckAfter}
+	widths := newColumnWidths(set)
 	var summary censusSummary
 	for i, l := range locks {
-		rows[i] = newTableRow(nil, l, stuckAfter, nil)
+		rows[i] = newTableRow(nil, l, set)
 		widths.widen(rows[i].cells)
 		summary.count(l, stuckAfter, nil)
 	}
 	out := bufio.NewWriter(w)
-	if err := writeTable(out, slices.Values(rows), widths, &summary, tableSettings{stuckAfter: stuckAfter}); err != nil {
+	if err := writeTable(out, slices.Values(rows), widths, &summary, set); err != nil {
 		return err
 	}
 	return out.Flush()

@@ -19,6 +19,9 @@ func redlockFlags(t *testing.T, n int) ([]*redistest.Server, []*redis.Client, []
 		clients = append(clients, s.Client())
 		flags = append(flags, "--redis", redisURL(s.Addr))
 	}
+	if n > 1 {
+		flags = append(flags, "--redlock")
+	}
 	return servers, clients, flags
 }
 

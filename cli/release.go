@@ -42,6 +42,7 @@ func newActionCmd(cmd *cobra.Command, opts *actionOptions, getenv func(string) s
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, recorded in the audit trail")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	addServerFlag(cmd, &opts.Server)
 	return cmd
 }
 
@@ -58,6 +59,7 @@ type actionOptions struct {
 	TTL         time.Duration // extend
 	Shorten     bool          // extend: --allow-shorten, a TTL below the one left is meant
 	JSON        bool
+	Server      string // --server: one of several independent servers
 }
 
 // fill takes the connection flags, the key and --expect from the command line; the key and
@@ -87,7 +89,11 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		return err
 	}
 	defer t.Close()
-	admin := opts.Conn.admin(t)
+	on, err := actionTarget(ctx, t, opts)
+	if err != nil {
+		return err
+	}
+	admin := opts.Conn.admin(on)
 	stderr := opts.IO.ErrOut
 
 	expect := opts.Expect
@@ -121,6 +127,37 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		return err
 	}
 	return resultExit(res, opts.ExpectGiven)
+}
+
+// actionTarget is where the action runs: the target, or of independent servers the one that
+// holds the key (--server when several do: an action is aimed at one lock).
+func actionTarget(ctx context.Context, t connect.Target, opts *actionOptions) (connect.Target, error) {
+	targets, err := serverTargets(t, opts.Server)
+	switch {
+	case err != nil:
+		return connect.Target{}, err
+	case len(targets) == 1:
+		return targets[0], nil
+	}
+	h, err := opts.Conn.admin(t).Peek(ctx, opts.Key)
+	if err != nil {
+		return connect.Target{}, describeError(t, err)
+	}
+	var holding []string
+	for _, in := range h.Instances {
+		if in.Exists {
+			holding = append(holding, in.Addr)
+		}
+	}
+	switch len(holding) {
+	case 0:
+		return connect.Target{}, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", opts.Key, opts.Action))
+	case 1:
+		one, _ := t.On(holding[0])
+		return one, nil
+	}
+	return connect.Target{}, withExit(exitUsage, fmt.Errorf("%s exists on %d servers (%s): pick one with --%s ADDR",
+		opts.Key, len(holding), strings.Join(holding, ", "), flagServer))
 }
 
 // readAndConfirm reads the key's current value, shows it on stderr and asks the operator to

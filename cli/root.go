@@ -51,8 +51,8 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// --context fills the flags not given first; then every value is checked.
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := env.apply(cmd, args); err != nil {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := env.apply(cmd); err != nil {
 				return err
 			}
 			return validateConnectionFlags(cmd)

@@ -21,10 +21,11 @@ import (
 
 // showOptions is `lockscope show KEY`.
 type showOptions struct {
-	IO   IOStreams
-	Conn connection
-	Key  string
-	JSON bool
+	IO     IOStreams
+	Conn   connection
+	Key    string
+	JSON   bool
+	Server string // --server: one of several independent servers
 }
 
 func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
@@ -43,6 +44,7 @@ func newShowCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object: the fields of ls --json plus type, truncated, waiters, quorum, decoded")
+	addServerFlag(cmd, &opts.Server)
 	return cmd
 }
 
@@ -52,32 +54,70 @@ func runShow(ctx context.Context, opts *showOptions) error {
 		return err
 	}
 	defer t.Close()
-	key := present.Escape(opts.Key)
-	sc := opts.Conn.scanner(t)
-	l, err := sc.Get(ctx, opts.Key)
-	down := downInstances(ctx, t, &l)
-	if errors.Is(err, scanner.ErrGone) {
-		if len(down) > 0 {
-			return withExit(exitGone, fmt.Errorf("%s does not exist on the instances that answered; could not read %s", key, downAddrs(down)))
-		}
-		return withExit(exitGone, fmt.Errorf("%s does not exist", key))
-	}
+	targets, err := serverTargets(t, opts.Server)
 	if err != nil {
-		return describeError(t, err)
+		return err
 	}
+	key := present.Escape(opts.Key)
+	// Independent servers: the key is a lock of its own on each server that has it, and each
+	// is shown (one block, or one JSON line, each).
+	var unread []string
+	var readErr error
+	shown := 0
+	for _, one := range targets {
+		sc := opts.Conn.scanner(one)
+		l, err := sc.Get(ctx, opts.Key)
+		down := downInstances(ctx, one, &l) // a Redlock set's instances that could not be read
+		switch {
+		case errors.Is(err, scanner.ErrGone) && len(down) > 0:
+			return withExit(exitGone, fmt.Errorf("%s does not exist on the instances that answered; could not read %s", key, downAddrs(down)))
+		case errors.Is(err, scanner.ErrGone):
+			continue
+		case err != nil && len(targets) > 1:
+			printf(opts.IO.ErrOut, "lockscope: warning: %s\n", describeError(t, err))
+			unread, readErr = append(unread, one.Addrs[0]), err
+			continue
+		case err != nil:
+			return describeError(t, err)
+		}
+		if shown > 0 && !opts.JSON {
+			if err := printf(opts.IO.Out, "\n"); err != nil {
+				return err
+			}
+		}
+		shown++
+		if err := showOne(ctx, opts, sc, &l, down); err != nil {
+			return err
+		}
+	}
+	switch {
+	case shown == 0 && len(unread) == len(targets):
+		return describeError(t, readErr)
+	case shown == 0:
+		return withExit(exitGone, fmt.Errorf("%s does not exist", key))
+	case len(unread) > 0:
+		return withExit(exitPartial, fmt.Errorf("partial: could not read %s", strings.Join(unread, ", ")))
+	}
+	return nil
+}
+
+// showOne writes l, read by sc, as a table or one JSON line; down names the instances of a
+// Redlock set that could not be read, and why (downInstances).
+func showOne(ctx context.Context, opts *showOptions, sc *scanner.Scanner, l *scanner.Lock, down map[string]string) error {
 	// A list, a set, ... under the pattern: its TTL, or lack of one, says nothing about a lock.
 	notALock := l.Format == scanner.FormatNotALock
-	now := sc.Clocks(ctx).Now(&l, l.FetchedAt) // ages on the server's clock: the one values are stamped with
+	now := sc.Clocks(ctx).Now(l, l.FetchedAt) // ages on the server's clock: the one values are stamped with
+	var err error
 	switch {
 	case opts.JSON:
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetEscapeHTML(false)
-		err = enc.Encode(toShowJSON(&l, now, down))
+		err = enc.Encode(toShowJSON(l, now, down))
 	case !notALock:
-		err = writeShow(opts.IO.Out, &l, opts.Conn.StuckAfter, now, down)
+		err = writeShow(opts.IO.Out, l, opts.Conn.StuckAfter, now, down)
 	}
 	if err == nil && notALock {
-		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", key, l.Type))
+		err = withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: lockscope does not treat it as a lock", present.Escape(l.Key), l.Type))
 	}
 	if err == nil && len(down) > 0 { // as ls: the output is whole only where the exit code says so
 		return withExit(exitPartial, fmt.Errorf("partial: could not read %s", downAddrs(down)))

@@ -37,9 +37,10 @@ import (
 
 // Modes a context may name.
 const (
-	ModeStandalone = "standalone"
-	ModeCluster    = "cluster"
-	ModeRedlock    = "redlock"
+	ModeStandalone  = "standalone"
+	ModeCluster     = "cluster"
+	ModeRedlock     = "redlock"
+	ModeIndependent = "independent"
 )
 
 // EnvConfig names another config file than the XDG one.
@@ -49,7 +50,7 @@ const EnvConfig = "LOCKSCOPE_CONFIG"
 type Context struct {
 	Name        string   `yaml:"-"`
 	URLs        []string `yaml:"redis"`
-	Mode        string   `yaml:"mode"` // "" is standalone for one URL, redlock for several
+	Mode        string   `yaml:"mode"` // "" is standalone; several URLs need one of the others
 	Pattern     string   `yaml:"pattern"`
 	ReadOnly    bool     `yaml:"read_only"`
 	TLSCA       string   `yaml:"tls_ca"`
@@ -134,13 +135,14 @@ func (c Context) check() error {
 		}
 	}
 	switch c.Mode {
-	case "", ModeRedlock, ModeCluster:
-	case ModeStandalone:
+	case ModeRedlock, ModeCluster, ModeIndependent:
+	case "", ModeStandalone:
 		if len(c.URLs) != 1 {
-			return fmt.Errorf("mode standalone takes one redis URL, not %d", len(c.URLs))
+			return fmt.Errorf("%d redis URLs: say what they are with mode %s, %s or %s", len(c.URLs),
+				ModeRedlock, ModeIndependent, ModeCluster)
 		}
 	default:
-		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeStandalone, ModeCluster, ModeRedlock)
+		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeStandalone, ModeCluster, ModeRedlock, ModeIndependent)
 	}
 	if c.Mode == ModeRedlock && len(c.URLs) < 2 {
 		return errors.New("mode redlock takes several redis URLs")
@@ -171,13 +173,10 @@ func (f *File) Get(name string) (Context, error) {
 	return c, nil
 }
 
-// ResolvedMode is the context's mode, with the default for its URL count.
+// ResolvedMode is the context's mode, standalone when it names none.
 func (c Context) ResolvedMode() string {
-	switch {
-	case c.Mode != "":
+	if c.Mode != "" {
 		return c.Mode
-	case len(c.URLs) > 1:
-		return ModeRedlock
 	}
 	return ModeStandalone
 }

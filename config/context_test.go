@@ -25,7 +25,8 @@ func TestLoadRefusesWhatItCannotUseSafely(t *testing.T) {
 	for yaml, want := range map[string]string{
 		"contexts:\n  a:\n    redis: [redis://h:1]\n    password: x\n":                   "a password in clear is refused",
 		"contexts:\n  a:\n    redis: [redis://u:pw@h:1]\n":                               "a password in a redis URL is refused",
-		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n    mode: standalone\n": "mode standalone takes one redis URL",
+		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n    mode: standalone\n": "2 redis URLs: say what they are with mode redlock, independent or cluster",
+		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n":                       "2 redis URLs: say what they are",
 		"contexts:\n  a:\n    redis: [redis://h:1]\n    mode: sentinel\n":                `mode "sentinel"`,
 		"contexts:\n  a:\n    redis: [redis://h:1]\n    pattrn: x\n":                     "field pattrn not found",
 		"contexts:\n  a:\n    mode: cluster\n":                                           "no redis URL",
@@ -38,7 +39,7 @@ func TestLoadRefusesWhatItCannotUseSafely(t *testing.T) {
 }
 
 func TestContextDefaultsAndPassword(t *testing.T) {
-	f, err := load(t, "contexts:\n  one:\n    redis: [redis://h:1]\n  set:\n    redis: [redis://h:1, redis://h:2, redis://h:3]\n"+
+	f, err := load(t, "contexts:\n  one:\n    redis: [redis://h:1]\n  set:\n    redis: [redis://h:1, redis://h:2, redis://h:3]\n    mode: independent\n"+
 		"    password_cmd: printf 'pw-from-cmd\\nrest'\n")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestContextDefaultsAndPassword(t *testing.T) {
 	}
 	one, _ := f.Get("one")
 	set, _ := f.Get("set")
-	if one.ResolvedMode() != ModeStandalone || set.ResolvedMode() != ModeRedlock {
+	if one.ResolvedMode() != ModeStandalone || set.ResolvedMode() != ModeIndependent {
 		t.Errorf("modes %q %q", one.ResolvedMode(), set.ResolvedMode())
 	}
 	if pw, err := set.FetchPassword(context.Background(), func(string) string { return "" }); err != nil || pw != "pw-from-cmd" {

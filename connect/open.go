@@ -19,10 +19,13 @@ import (
 
 // Config says where a deployment is: what the command line's connection flags give.
 type Config struct {
-	// URLs are redis://, rediss:// (TLS) or unix:// URLs: one server, the seeds of a cluster
-	// (Cluster), or else with several the N independent servers of a Redlock set.
-	URLs        []string
-	Cluster     bool
+	// URLs are redis://, rediss:// (TLS) or unix:// URLs: one server, the seeds of a cluster,
+	// or the servers of a Redlock set or of N independent servers.
+	URLs []string
+	// Mode is what the URLs are: Cluster, Redlock or Independent. Standalone (the zero value)
+	// takes one URL: several without a mode are refused (ErrBadConfig), since a Redlock set
+	// and separate servers read the same keys differently and guessing shows the wrong one.
+	Mode        Mode
 	TLSCAFile   string // PEM file of the CA that signs the servers' certificates (implies TLS)
 	TLSInsecure bool   // do not verify the servers' certificates (implies TLS)
 	Password    string // for URLs that carry none ($LOCKSCOPE_PASSWORD)
@@ -39,7 +42,7 @@ const (
 // Open connects to the deployment cfg names and checks that every server answers (PING, which
 // also proves authentication). Its error is classified (see Error) and carries no password.
 //
-// On a Redlock target servers that do not answer are kept (commands report them per
+// On a Redlock or Independent target servers that do not answer are kept (commands report them per
 // instance) and returned in down, classified; Open fails only when none answers.
 //
 // One server given without Cluster that turns out to be a cluster node is opened as the
@@ -59,27 +62,28 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 	if len(opts) == 0 {
 		return Target{}, nil, &Error{Kind: ErrBadConfig, msg: "no --redis URL"}
 	}
+	if len(opts) > 1 && cfg.Mode == Standalone {
+		return Target{}, nil, &Error{Kind: ErrBadConfig, msg: fmt.Sprintf("%d --redis URLs: say what they are: "+
+			"--redlock (one Redlock set), --independent (separate servers) or --cluster (cluster seeds)", len(opts))}
+	}
 
-	t = Target{secrets: known, tls: opts[0].TLSConfig != nil}
-	switch {
-	case cfg.Cluster:
+	t = Target{secrets: known, Mode: cfg.Mode, tls: opts[0].TLSConfig != nil}
+	switch cfg.Mode {
+	case Cluster:
 		co, err := clusterOptions(opts, known)
 		if err != nil {
 			return Target{}, nil, err
 		}
-		t.Mode = Cluster
 		t.Clients = []redis.UniversalClient{redis.NewClusterClient(co)}
 		for _, o := range opts {
 			t.Addrs = append(t.Addrs, o.Addr)
 		}
-	case len(opts) > 1:
-		t.Mode = Redlock
+	case Redlock, Independent:
 		for _, o := range opts {
 			t.Clients = append(t.Clients, redis.NewClient(o))
 			t.Addrs = append(t.Addrs, o.Addr)
 		}
 	default:
-		t.Mode = Standalone
 		t.Clients = []redis.UniversalClient{redis.NewClient(opts[0])}
 		t.Addrs = []string{opts[0].Addr}
 	}
@@ -251,7 +255,7 @@ func clusterOptions(opts []*redis.Options, known secrets) (*redis.ClusterOptions
 }
 
 // ping checks every client. A NOPERM reply to PING still proves the server is there and the
-// login worked. On a Redlock target with some servers answering, the others are returned in
+// login worked. On a Redlock or Independent target with some servers answering, the others are returned in
 // down; otherwise the first failure is the error.
 func (t Target) ping(ctx context.Context) (down []error, err error) {
 	if ctx == nil {
@@ -277,7 +281,7 @@ func (t Target) ping(ctx context.Context) (down []error, err error) {
 	switch {
 	case len(down) == 0:
 		return nil, nil
-	case t.Mode == Redlock && len(down) < len(errs):
+	case (t.Mode == Redlock || t.Mode == Independent) && len(down) < len(errs):
 		return down, nil
 	}
 	return nil, down[0]

@@ -25,6 +25,9 @@ const (
 	Cluster
 	// Redlock is N independent servers that hold the same locks (one client each).
 	Redlock
+	// Independent is N separate servers, each with locks of its own (one client each): a
+	// lock is a key on one server, so the same key on two servers is two locks.
+	Independent
 )
 
 func (m Mode) String() string {
@@ -33,6 +36,8 @@ func (m Mode) String() string {
 		return "cluster"
 	case Redlock:
 		return "redlock"
+	case Independent:
+		return "independent"
 	default:
 		return "standalone"
 	}
@@ -42,7 +47,7 @@ func (m Mode) String() string {
 // built as a literal (tests, the demo's embedded servers) redacts nothing.
 type Target struct {
 	Mode    Mode
-	Clients []redis.UniversalClient // one for Standalone and Cluster, N for Redlock
+	Clients []redis.UniversalClient // one for Standalone and Cluster, N for Redlock and Independent
 	Addrs   []string                // display addresses, same order as Clients (no credentials)
 	// Notice is what Open decided that the command line did not say (a server given without
 	// --cluster is a cluster node: the whole cluster is read), for the user; "" when nothing.
@@ -57,6 +62,18 @@ func (t Target) Close() {
 	for _, c := range t.Clients {
 		_ = c.Close()
 	}
+}
+
+// On is the server at addr (one of Addrs) as a standalone target of its own, sharing t's
+// client: what an action on one of several independent servers acts on. Closing it closes
+// that client for t too. ok is false when addr is not one of t's servers.
+func (t Target) On(addr string) (one Target, ok bool) {
+	for i, a := range t.Addrs {
+		if a == addr && i < len(t.Clients) {
+			return Target{Mode: Standalone, Clients: t.Clients[i : i+1 : i+1], Addrs: []string{a}, secrets: t.secrets}, true
+		}
+	}
+	return Target{}, false
 }
 
 // Redact removes every password the target was opened with from s (as "***").

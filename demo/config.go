@@ -67,7 +67,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Scenario == Failover && !c.failoverPossible() {
 		return c, fmt.Errorf("%w: the failover scenario needs a Redlock target of at least %d instances "+
-			"(--redlock 3, or three --redis URLs): with one server, or fewer instances, losing one leaves no quorum",
+			"(--redlock 3: three embedded servers, or three --redis URLs): with one server, or fewer instances, losing one leaves no quorum",
 			ErrBadConfig, failoverMinInstances)
 	}
 	if c.PhaseLength == 0 {

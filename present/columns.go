@@ -13,6 +13,7 @@ const (
 	ColumnWaiters = "W"      // waiters queued for it (TUI only: it learns them from events)
 	ColumnFormat  = "FORMAT" // the value's format (scanner.Format)
 	ColumnFlags   = "FLAGS"  // Flag labels (CLI; the TUI shows Flag marks in its first cells)
+	ColumnServer  = "SERVER" // the server the lock is on (independent servers only)
 )
 
 // Column is the title of the column s sorts by.

@@ -28,7 +28,9 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 		// pass instead of keeping a set of every key during it. A Redlock pass must merge
 		// the instances' keys as it goes.
 		p.repeatsLater = true
-		if canDiscover(s.opts.Pattern) {
+		// Discovered companions are joined to their locks by key, on the first client: of
+		// independent servers, that would join one server's fences to another's locks.
+		if canDiscover(s.opts.Pattern) && s.target.Mode != connect.Independent {
 			p.discover, p.fences, p.queues = true, map[string]struct{}{}, map[string]struct{}{}
 			p.companions = companionReads{}
 		}
@@ -36,7 +38,7 @@ func (s *Scanner) Census(ctx context.Context) (Census, error) {
 	c, err := p.run(ctx)
 	c.Locks = a.result(p.claimedKeys())
 	if p.repeatsLater {
-		c.Locks = dropRepeats(c.Locks)
+		c.Locks = dropRepeats(c.Locks, s.target.Mode == connect.Independent)
 	}
 	if err == nil && p.discover {
 		if err = p.joinCompanions(ctx, c.Locks); err != nil && !isReply(err) {
@@ -66,7 +68,7 @@ func (s *Scanner) CensusEach(ctx context.Context, each func(locks []Lock) error)
 	defer cancel()
 	var repeats *digestSet // nil: the pass drops repeats itself (Redlock merges as it claims)
 	if s.target.Mode != connect.Redlock {
-		repeats = newDigestSet()
+		repeats = newDigestSet(s.target.Mode == connect.Independent)
 	}
 	// One goroutine hands the batches over, through a queue, so that the readers go on
 	// reading while the consumer works on a batch (a table renders and sorts its rows): the

@@ -134,7 +134,7 @@ func TestCensusEach(t *testing.T) {
 		t.Errorf("%s: fence %d (%v), waiters known %v: want fence 42, waiters unknown", l.Key, l.Fence, l.HasFence, l.HasWaiters)
 	}
 
-	repeats := newDigestSet()
+	repeats := newDigestSet(false)
 	first := repeats.dropSeen([]Lock{{Key: "a"}, {Key: "b"}, {Key: "a"}})
 	if len(first) != 2 || first[0].Key != "a" || first[1].Key != "b" {
 		t.Errorf("first batch kept %v, want a and b", first)

@@ -97,8 +97,8 @@ func (e *expiries) due(now time.Time) []string {
 	return out
 }
 
-// reread reads keys now and returns a record for each, Gone for a key that exists on no
-// server. Keys on a server that cannot be read now are left out: the next pass tells.
+// reread reads keys now and returns a record for each (on independent servers, one for each
+// server), Gone for a key that exists on no server (on independent servers: not on that one). Keys on a server that cannot be read now are left out: the next pass tells.
 // quiet holds the warnings already given (the caller's, one goroutine's).
 func (s *Scanner) reread(ctx context.Context, keys []string, quiet map[string]bool, warn func(string)) []Lock {
 	p := s.newPass(sink{warn: warn})
@@ -134,8 +134,16 @@ func (s *Scanner) reread(ctx context.Context, keys []string, quiet map[string]bo
 }
 
 // byServer groups keys by where they are read: one group for a standalone server or
-// Redlock, one per master for a cluster (keys whose master is unknown now are left out).
+// Redlock, one per master for a cluster (keys whose master is unknown now are left out), and
+// every key on each independent server (the key is a lock of its own on each).
 func (s *Scanner) byServer(ctx context.Context, keys []string) (map[string][]string, map[string][]server) {
+	if s.target.Mode == connect.Independent {
+		groups, readers := map[string][]string{}, map[string][]server{}
+		for _, srv := range s.servers() {
+			groups[srv.addr], readers[srv.addr] = keys, []server{srv}
+		}
+		return groups, readers
+	}
 	if s.target.Mode != connect.Cluster {
 		return map[string][]string{"": keys}, map[string][]server{"": s.servers()}
 	}

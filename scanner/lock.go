@@ -52,8 +52,9 @@ type Lock struct {
 	// longer), or for a hash its fields as "field=value" lines. Display gives a safe form.
 	Value string
 
-	// Addr is the server the key was read on: the standalone server, or the cluster master
-	// that holds its slot. It is "" for a Redlock target, whose Quorum lists every instance.
+	// Addr is the server the key was read on: the standalone server, the cluster master
+	// that holds its slot, or the independent server it is a lock of (with Key, the lock's
+	// identity there). It is "" for a Redlock target, whose Quorum lists every instance.
 	// (PerInstance gives one view of both.)
 	Addr string
 	// Quorum is set for Redlock targets only: the key on each instance and how many of them

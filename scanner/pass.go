@@ -39,6 +39,7 @@ type server struct {
 
 // walk is one server's part of a pass: SCAN runs on src, keys are read on readers (src
 // itself, through the cluster client for a cluster master, or all N Redlock instances).
+// An independent server's keys are its own: its walk reads them on it alone.
 type walk struct {
 	src     server
 	readers []server
@@ -129,8 +130,9 @@ func (p *pass) run(ctx context.Context) (Census, error) {
 	return p.summary(ctx, err)
 }
 
-// walks lists the servers to scan: the standalone server, every Redlock instance, or every
-// master the cluster client knows now (a fresh topology each pass).
+// walks lists the servers to scan: the standalone server, every Redlock instance, every
+// independent server, or every master the cluster client knows now (a fresh topology each
+// pass).
 func (p *pass) walks(ctx context.Context) ([]walk, error) {
 	switch p.s.target.Mode {
 	case connect.Cluster:
@@ -140,6 +142,13 @@ func (p *pass) walks(ctx context.Context) ([]walk, error) {
 		walks := make([]walk, len(all))
 		for i, srv := range all {
 			walks[i] = walk{src: srv, readers: all}
+		}
+		return walks, nil
+	case connect.Independent:
+		all := p.s.servers()
+		walks := make([]walk, len(all))
+		for i, srv := range all {
+			walks[i] = walk{src: srv, readers: all[i : i+1]}
 		}
 		return walks, nil
 	default:

@@ -13,15 +13,21 @@ import (
 // set of every key held during the pass cost ~45 bytes a key and a map operation per key.
 // Equal hashes are only candidates (about a hundred among a million distinct keys): the
 // keys themselves are compared before a record is dropped.
-func dropRepeats(locks []Lock) []Lock {
+//
+// byServer makes a lock's identity its server and key (independent servers: the same key on
+// two of them is two locks).
+func dropRepeats(locks []Lock, byServer bool) []Lock {
 	if len(locks) < 2 {
 		return locks
 	}
 	seed := maphash.MakeSeed()
-	hash := func(key string) uint32 { return uint32(maphash.String(seed, key)) }
+	hash := func(l *Lock) uint32 { return uint32(maphash.String(seed, l.Key)) }
+	if byServer {
+		hash = func(l *Lock) uint32 { return uint32(maphash.Comparable(seed, identity{l.Addr, l.Key})) }
+	}
 	hashes := make([]uint32, len(locks))
 	for i := range locks {
-		hashes[i] = hash(locks[i].Key)
+		hashes[i] = hash(&locks[i])
 	}
 	slices.Sort(hashes)
 	var candidates map[uint32]bool
@@ -36,20 +42,28 @@ func dropRepeats(locks []Lock) []Lock {
 	if candidates == nil {
 		return locks // the common case: no repeats
 	}
-	seen := map[string]bool{}
+	seen := map[identity]bool{}
 	kept := locks[:0]
 	for i := range locks {
-		if candidates[hash(locks[i].Key)] {
-			if seen[locks[i].Key] {
+		if candidates[hash(&locks[i])] {
+			id := identity{key: locks[i].Key}
+			if byServer {
+				id.addr = locks[i].Addr
+			}
+			if seen[id] {
 				continue
 			}
-			seen[locks[i].Key] = true
+			seen[id] = true
 		}
 		kept = append(kept, locks[i])
 	}
 	clear(locks[len(kept):])
 	return kept
 }
+
+// identity is what tells two locks apart where the key alone does not: on independent
+// servers, the server and the key.
+type identity struct{ addr, key string }
 
 // digestSet drops repeated keys as they come, where a whole census is not kept to drop them
 // afterwards (CensusEach). It remembers each key by a 128-bit digest (two seeded 64-bit
@@ -59,13 +73,14 @@ func dropRepeats(locks []Lock) []Lock {
 // whose keys are hashes already, probes once). Two distinct keys of a million share a digest
 // with a probability of about 10⁻²⁷.
 type digestSet struct {
-	seeds [2]maphash.Seed
-	slots [][2]uint64 // a power of two, at most half full; {0, 0} is free
-	n     int
+	seeds    [2]maphash.Seed
+	slots    [][2]uint64 // a power of two, at most half full; {0, 0} is free
+	n        int
+	byServer bool // a lock's identity is its server and key (see dropRepeats)
 }
 
-func newDigestSet() *digestSet {
-	return &digestSet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, slots: make([][2]uint64, 1024)}
+func newDigestSet(byServer bool) *digestSet {
+	return &digestSet{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, slots: make([][2]uint64, 1024), byServer: byServer}
 }
 
 // expect sizes the set for about n keys (0: unknown yet), unless some are in it already:
@@ -92,6 +107,10 @@ func (d *digestSet) dropSeen(locks []Lock) []Lock {
 	kept := locks[:0]
 	for i := range locks {
 		digest := [2]uint64{maphash.String(d.seeds[0], locks[i].Key), maphash.String(d.seeds[1], locks[i].Key) | 1} // never {0, 0}
+		if d.byServer {
+			id := identity{locks[i].Addr, locks[i].Key}
+			digest = [2]uint64{maphash.Comparable(d.seeds[0], id), maphash.Comparable(d.seeds[1], id) | 1}
+		}
 		if d.add(digest) {
 			kept = append(kept, locks[i])
 		}

@@ -13,7 +13,7 @@ func TestDropRepeats(t *testing.T) {
 	for i := range 2000 {
 		locks = append(locks, Lock{Key: fmt.Sprintf("lock:%d", i%1500), Value: fmt.Sprint(i)})
 	}
-	got := dropRepeats(locks)
+	got := dropRepeats(locks, false)
 	if len(got) != 1500 {
 		t.Fatalf("%d records, want 1500", len(got))
 	}
@@ -23,7 +23,22 @@ func TestDropRepeats(t *testing.T) {
 		}
 	}
 	distinct := []Lock{{Key: "a"}, {Key: "b"}, {Key: "c"}}
-	if got := dropRepeats(slices.Clone(distinct)); len(got) != 3 || got[0].Key != "a" || got[2].Key != "c" {
+	if got := dropRepeats(slices.Clone(distinct), false); len(got) != 3 || got[0].Key != "a" || got[2].Key != "c" {
 		t.Fatalf("distinct keys changed: %v", got)
+	}
+}
+
+// TestDropRepeatsByServer: on independent servers the same key on two servers is two locks;
+// only a repeat on one server is dropped, by dropRepeats and by digestSet alike.
+func TestDropRepeatsByServer(t *testing.T) {
+	locks := []Lock{{Key: "k", Addr: "a"}, {Key: "k", Addr: "b"}, {Key: "k", Addr: "a", Value: "repeat"}}
+	if got := dropRepeats(slices.Clone(locks), true); len(got) != 2 || got[0].Addr != "a" || got[1].Addr != "b" || got[0].Value != "" {
+		t.Fatalf("dropRepeats by server: %+v", got)
+	}
+	if got := newDigestSet(true).dropSeen(slices.Clone(locks)); len(got) != 2 || got[1].Addr != "b" {
+		t.Fatalf("digestSet by server: %+v", got)
+	}
+	if got := dropRepeats(slices.Clone(locks), false); len(got) != 1 {
+		t.Fatalf("by key: %d records, want 1", len(got))
 	}
 }

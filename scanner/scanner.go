@@ -114,6 +114,10 @@ type Update struct {
 // ErrGone is returned by Get for a key that exists on no server.
 var ErrGone = errors.New("scanner: key does not exist")
 
+// ErrIndependent is returned by Get on a target of independent servers, where a key names
+// one lock per server.
+var ErrIndependent = errors.New("scanner: independent servers: read the key on each server's own target")
+
 // ErrUnreachable is returned when no server of the target could be read. It also matches
 // connect.ErrUnreachable (errors.Is), so the error is classified as an unreachable server.
 var ErrUnreachable error = unreachableError{}
@@ -162,7 +166,13 @@ func (s *Scanner) Options() Options { return s.opts }
 // Get reads one key on every server of the target (for `lockscope show` and the detail pane).
 // A key that exists nowhere comes back with Gone set, where it was looked for (Addr, or for
 // Redlock the Quorum's Instances), and ErrGone.
+//
+// Independent servers hold a key each on its own: Get refuses them (ErrIndependent); read the
+// key on each server's own target (connect.Target.On).
 func (s *Scanner) Get(ctx context.Context, key string) (Lock, error) {
+	if s.target.Mode == connect.Independent {
+		return Lock{Key: key}, ErrIndependent
+	}
 	p := s.newPass(sink{})
 	readers, err := s.readersFor(ctx, key)
 	if err != nil {

@@ -204,6 +204,9 @@ func (w *watcher) passes() {
 			}()
 		}
 		p := s.newPass(out)
+		// Independent servers' keys are distinct locks: nothing to merge while claiming, and
+		// a key SCAN repeats only sends again a record the consumer keeps by server and key.
+		p.repeatsLater = s.target.Mode == connect.Independent
 		p.suppress(warned)
 		if background {
 			w.current.Store(p)

@@ -31,7 +31,7 @@ func (m *Model) openDialog(kind dialogKind) {
 	if kind == dialogRelease {
 		d = newReleaseDialog(l, m.clock(), m.st)
 	} else {
-		d = newExtendDialog(l, m.clock(), m.locks.span(l.Key), m.st)
+		d = newExtendDialog(l, m.clock(), m.locks.span(l), m.st)
 	}
 	m.dialog = &d
 }
@@ -59,13 +59,14 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 	}
 	m.actionSeq++
 	m.pending++
+	admin := m.admin.For(d.lock.Addr) // independent servers: the lock's server only
 	if d.kind == dialogExtend {
 		ttl, _ := d.ttl()
 		m.setNotice("extending "+d.lock.Key+"…", false)
-		return extendCmd(m.ctx, m.admin, m.actionSeq, d.lock, ttl, d.shortens(), auditReason(d))
+		return extendCmd(m.ctx, admin, m.actionSeq, d.lock, ttl, d.shortens(), auditReason(d))
 	}
 	m.setNotice("releasing "+d.lock.Key+"…", false)
-	return releaseCmd(m.ctx, m.admin, m.actionSeq, d.lock, auditReason(d))
+	return releaseCmd(m.ctx, admin, m.actionSeq, d.lock, auditReason(d))
 }
 
 // auditReason is the reason the operator typed, else where the action came from.
@@ -93,7 +94,7 @@ func (m *Model) recordDeclined(d *confirmDialog) tea.Cmd {
 	if m.admin == nil || m.readOnly {
 		return nil
 	}
-	return recordDeclinedCmd(m.ctx, m.admin, d.lock, attempt, auditReason(d))
+	return recordDeclinedCmd(m.ctx, m.admin.For(d.lock.Addr), d.lock, attempt, auditReason(d))
 }
 
 // onDeclineRecorded warns when the audit record of a declined dialog could not be written.
@@ -119,8 +120,9 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	m.setNotice(text, bad)
 	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: text}) // the text names the key
 	if msg.err == nil && (msg.result.Outcome == actions.Released || msg.result.Outcome == actions.AlreadyGone) {
-		if cur := m.locks.get(msg.key); cur != nil && cur.Value == msg.seen.Value {
-			m.locks.remove(msg.key)
+		id := m.locks.id(msg.seen)
+		if cur := m.locks.get(id); cur != nil && cur.Value == msg.seen.Value {
+			m.locks.remove(id)
 			return m.requestView()
 		}
 	}

@@ -42,7 +42,7 @@ func loadedModel(b *testing.B, n int, q viewQuery) *Model {
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.locks.apply(millionLocks(n), 1)
 	m.query = q
-	m.installView(buildView(m.locks.snapshot(), q, viewClock{now: t0, stuckAfter: m.stuckAfter}), -1)
+	m.installView(buildView(m.locks.snapshot(), q, viewBuild{now: t0, stuckAfter: m.stuckAfter}), -1)
 	m.table.moveTo(n/2, m.view) // somewhere in the middle
 	return m
 }
@@ -128,7 +128,7 @@ func BenchmarkSortRowsMillionLocks(b *testing.B) {
 // locks, which runs in a command after a data or query change.
 func BenchmarkBuildViewMillionLocks(b *testing.B) {
 	locks := millionLocks(1_000_000)
-	set := newLockSet()
+	set := newLockSet(false)
 	set.apply(locks, 1)
 	for _, bc := range []struct {
 		name string
@@ -140,7 +140,7 @@ func BenchmarkBuildViewMillionLocks(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = buildView(set.snapshot(), bc.q, viewClock{now: t0, stuckAfter: present.DefaultStuckAfter})
+				_ = buildView(set.snapshot(), bc.q, viewBuild{now: t0, stuckAfter: present.DefaultStuckAfter})
 			}
 		})
 	}
@@ -161,7 +161,7 @@ func BenchmarkMemoryMillionLocks(b *testing.B) {
 				m.locks.apply(slices.Clone(all[start:start+batchLen]), gen)
 			}
 			m.locks.prune(gen)
-			m.installView(buildView(m.locks.snapshot(), m.query, viewClock{now: t0, stuckAfter: m.stuckAfter}), -1)
+			m.installView(buildView(m.locks.snapshot(), m.query, viewBuild{now: t0, stuckAfter: m.stuckAfter}), -1)
 		}
 		pass(1)
 		afterOne = max(afterOne, liveHeap())

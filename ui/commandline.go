@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
@@ -228,7 +229,7 @@ func (m *Model) onSession(msg sessionMsg) tea.Cmd {
 	m.keys = newKeyMap(m.readOnly)
 	m.keys.Audit.SetEnabled(s.Admin != nil)
 	m.status = statusBar{target: s.Target, label: s.Label, readOnly: m.readOnly}
-	m.locks, m.waiters, m.passGen = newLockSet(), map[string]int{}, 0
+	m.locks, m.waiters, m.passGen = newLockSet(s.Target.Mode == connect.Independent), map[string]int{}, 0
 	m.detail.open, m.audit.open, m.dialog = false, false, nil
 	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: "switched to " + s.Label})
 	m.setNotice("switched to "+s.Label, false)

@@ -65,10 +65,10 @@ func tick() tea.Cmd {
 // buildViewCmd filters and sorts a snapshot of the census off the update loop.
 // A build whose query is no longer the latest stops early; its message is dropped by its
 // generation like any stale build's.
-func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, vc viewClock, selKey string) tea.Cmd {
+func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, vb viewBuild, selKey string) tea.Cmd {
 	return func() tea.Msg {
 		rank := present.NewRanking[string](q.sort, q.desc, 0)
-		matched, counts := rankRows(snap, q, vc, outdated(gen, latest), rowKey, rank)
+		matched, counts := rankRows(snap, q, vb, outdated(gen, latest), rowIDs(vb.byServer), rank)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
 		idx := viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 		return viewBuiltMsg{gen: gen, index: idx, selKey: selKey, selIndex: indexOfKey(idx.rows, selKey)}
@@ -77,9 +77,9 @@ func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint6
 
 // partialViewCmd finds the first and the last limit rows of a new order in one pass, for the
 // table to show while the full build runs.
-func partialViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, vc viewClock, limit int) tea.Cmd {
+func partialViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, vb viewBuild, limit int) tea.Cmd {
 	return func() tea.Msg {
-		return viewPartialMsg{gen: gen, index: buildPartialView(snap, q, vc, outdated(gen, latest), limit)}
+		return viewPartialMsg{gen: gen, index: buildPartialView(snap, q, vb, outdated(gen, latest), limit)}
 	}
 }
 

@@ -36,6 +36,7 @@ type detailPane struct {
 type valueSize struct {
 	seq    uint64
 	key    string
+	addr   string // the lock's server (Lock.Addr): of independent servers, each has its own value
 	bytes  int64
 	memory bool   // MEMORY USAGE rather than STRLEN
 	err    string // redacted; "" when bytes is known
@@ -50,10 +51,11 @@ const detailLabelWidth = 10
 // sizeTimeout bounds the size request of the detail view.
 const sizeTimeout = 5 * time.Second
 
-// lines is the whole content of the view for lock l, wrapped to width cells; cluster says the
-// target is a Redis Cluster (the master holding the key is worth a line). The TTL counts down
-// on the local clock now, the age on the server's (clocks), as in the table.
-func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, cluster bool, st styles) []string {
+// lines is the whole content of the view for lock l, wrapped to width cells; addrLabel names
+// the line of the server holding the key where it is worth one ("master" of a Redis Cluster,
+// "server" of independent servers; "" for none). The TTL counts down on the local clock now,
+// the age on the server's (clocks), as in the table.
+func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel string, st styles) []string {
 	if l == nil {
 		return []string{st.dim.Render("no lock selected")}
 	}
@@ -106,8 +108,8 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scan
 	if n, ok := waitersOf(l, waiters); ok {
 		add("waiters", strconv.Itoa(n))
 	}
-	if cluster && l.Addr != "" {
-		add("master", l.Addr)
+	if addrLabel != "" && l.Addr != "" {
+		add(addrLabel, l.Addr)
 	}
 	if token := l.Token(); token != "" {
 		add("token", token)
@@ -149,7 +151,7 @@ func (d detailPane) sizeText(l *scanner.Lock) string {
 	}
 	shown := fmt.Sprintf("showing first %d", read)
 	switch {
-	case d.size.key != l.Key:
+	case d.size.key != l.Key || d.size.addr != l.Addr:
 		return shown + " bytes (reading the size…)"
 	case d.size.err != "":
 		return shown + " bytes (size unknown: " + d.size.err + ")"
@@ -179,7 +181,14 @@ func (d detailPane) clampedScroll(n, height int) int {
 
 // detailLines is the detail view's content for the selected lock at width.
 func (m *Model) detailLines(width int) []string {
-	return m.detail.lines(m.selected(), width, m.now, m.status.clocks, m.stuckAfter, m.waiters, m.status.target.Mode == connect.Cluster, m.st)
+	addrLabel := ""
+	switch m.status.target.Mode {
+	case connect.Cluster:
+		addrLabel = "master"
+	case connect.Independent:
+		addrLabel = "server"
+	}
+	return m.detail.lines(m.selected(), width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, m.st)
 }
 
 // openDetail shows the selected lock's details from the top; a value read only in part gets
@@ -192,10 +201,14 @@ func (m *Model) openDetail() tea.Cmd {
 	}
 	m.detail.sizeSeq++
 	m.detail.size = valueSize{}
-	if len(m.status.target.Clients) == 0 {
+	target := m.status.target
+	if one, ok := target.On(l.Addr); ok && target.Mode == connect.Independent {
+		target = one // the lock's own server: another's value under the key is another lock
+	}
+	if len(target.Clients) == 0 {
 		return nil
 	}
-	return valueSizeCmd(m.ctx, m.status.target.Clients, l.Key, l.Type, m.detail.sizeSeq)
+	return valueSizeCmd(m.ctx, target.Clients, l, m.detail.sizeSeq)
 }
 
 // onValueSize keeps the size answer of the latest request only.
@@ -209,11 +222,12 @@ func (m *Model) onValueSize(msg valueSizeMsg) {
 
 // valueSizeCmd asks the servers in turn (a Redlock set's instances) for key's value size:
 // STRLEN of a string, else MEMORY USAGE.
-func valueSizeCmd(ctx context.Context, clients []redis.UniversalClient, key, typ string, seq uint64) tea.Cmd {
+func valueSizeCmd(ctx context.Context, clients []redis.UniversalClient, l *scanner.Lock, seq uint64) tea.Cmd {
+	key, typ := l.Key, l.Type
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
 		defer cancel()
-		msg := valueSizeMsg{seq: seq, key: key, memory: typ != "string"}
+		msg := valueSizeMsg{seq: seq, key: key, addr: l.Addr, memory: typ != "string"}
 		var err error
 		for _, c := range clients {
 			var n int64

@@ -22,9 +22,9 @@ func TestDetailViewScrollsAndSizesHugeValues(t *testing.T) {
 	mustContain(t, s, "more lines (↓/pgdn)")
 	mustNotContain(t, s, "KEY") // the table is not beside it
 
-	m.Update(valueSizeMsg{seq: m.detail.sizeSeq - 1, key: "lock:huge", bytes: 7})
+	m.Update(valueSizeMsg{seq: m.detail.sizeSeq - 1, key: "lock:huge", addr: huge.Addr, bytes: 7})
 	mustNotContain(t, screen(m), "of 7 bytes")
-	m.Update(valueSizeMsg{seq: m.detail.sizeSeq, key: "lock:huge", bytes: 1 << 20})
+	m.Update(valueSizeMsg{seq: m.detail.sizeSeq, key: "lock:huge", addr: huge.Addr, bytes: 1 << 20})
 	mustContain(t, screen(m), "showing first 4096 of 1048576 bytes")
 
 	typeKeys(m, "G")

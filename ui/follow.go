@@ -14,6 +14,13 @@ func (m *Model) focusCmd() tea.Cmd {
 		return nil
 	}
 	keys := slices.DeleteFunc(m.table.visible(m.view), func(key string) bool { return key == "" })
+	if m.locks.byServer { // ids of server and key: the scanner re-reads a key on every server
+		for i, id := range keys {
+			_, keys[i] = splitLockID(id)
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
 	if slices.Equal(keys, m.focused) {
 		return nil
 	}

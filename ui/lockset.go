@@ -13,11 +13,52 @@ import (
 // pass end costs one sweep, and a snapshot for the view index is one copy of pointers.
 // Rows are never changed once built (a newer record makes a new row), so a snapshot can be
 // read by a command while Update goes on applying batches.
+//
+// A row is found by its lock's id (lockID): its key, or on independent servers its server and
+// key.
 type lockSet struct {
-	rows    []*lockRow
-	pos     keyIndex
-	kinds   map[rowKind]*rowKind
-	fetched *time.Time // the newest FetchedAt: the rows of one pass share it
+	rows     []*lockRow
+	pos      keyIndex
+	kinds    map[rowKind]*rowKind
+	fetched  *time.Time // the newest FetchedAt: the rows of one pass share it
+	byServer bool       // independent servers: ids are server and key
+}
+
+// lockID is a lock's identity in the console: its key, or on independent servers (byServer),
+// where a key names one lock on each server that has it, its server and key joined by a NUL
+// (no address holds one).
+func lockID(addr, key string, byServer bool) string {
+	if !byServer {
+		return key
+	}
+	return addr + "\x00" + key
+}
+
+// splitLockID is the server and key of an id made with byServer.
+func splitLockID(id string) (addr, key string) {
+	addr, key, _ = strings.Cut(id, "\x00")
+	return addr, key
+}
+
+// goneLock is the record of a lock known only by its id: gone from the census.
+func goneLock(id string, byServer bool) *scanner.Lock {
+	if !byServer {
+		return &scanner.Lock{Key: id, Gone: true}
+	}
+	addr, key := splitLockID(id)
+	return &scanner.Lock{Key: key, Addr: addr, Gone: true}
+}
+
+// rowKey is the id of a row of a set without byServer; rowKeyOnServer with it.
+func rowKey(r *lockRow) string         { return r.key }
+func rowKeyOnServer(r *lockRow) string { return lockID(r.kind.addr, r.key, true) }
+
+// rowIDs is how the rows of a set with or without byServer are identified.
+func rowIDs(byServer bool) func(*lockRow) string {
+	if byServer {
+		return rowKeyOnServer
+	}
+	return rowKey
 }
 
 // lockRow is the console's copy of one scanner.Lock, about half its size and in an
@@ -72,42 +113,53 @@ const (
 	rowAcquiredUTC // in UTC rather than local time
 )
 
-func newLockSet() lockSet {
-	return lockSet{pos: newKeyIndex(), kinds: map[rowKind]*rowKind{}}
+// newLockSet is an empty set; byServer for independent servers (see lockID).
+func newLockSet(byServer bool) lockSet {
+	return lockSet{pos: newKeyIndex(byServer), kinds: map[rowKind]*rowKind{}, byServer: byServer}
 }
 
 func (s *lockSet) len() int { return len(s.rows) }
 
-// get is the newest record of key, or nil.
-func (s *lockSet) get(key string) *scanner.Lock {
-	if i, ok := s.pos.find(key, s.rows); ok {
+// id is l's id in the set.
+func (s *lockSet) id(l *scanner.Lock) string { return lockID(l.Addr, l.Key, s.byServer) }
+
+// rowID is r's id in the set.
+func (s *lockSet) rowID(r *lockRow) string { return lockID(r.kind.addr, r.key, s.byServer) }
+
+// get is the newest record of the lock id, or nil.
+func (s *lockSet) get(id string) *scanner.Lock {
+	if i, ok := s.pos.find(id, s.rows); ok {
 		return s.rows[i].lock()
 	}
 	return nil
 }
 
-// span is the longest TTL seen for key's current value: Redis does not keep the TTL a lock
+// hasKey reports whether key is a lock of the set, on any server.
+func (s *lockSet) hasKey(key string) bool { return s.pos.hasKey(key, s.rows) }
+
+// span is the longest TTL seen for l's current value: Redis does not keep the TTL a lock
 // was taken with, so this high-water mark (reached again at every watchdog renewal) is the
 // measure the TTL bar draws the remaining time against.
-func (s *lockSet) span(key string) time.Duration {
-	if i, ok := s.pos.find(key, s.rows); ok {
+func (s *lockSet) span(l *scanner.Lock) time.Duration {
+	if i, ok := s.pos.find(s.id(l), s.rows); ok {
 		return s.rows[i].span
 	}
 	return 0
 }
 
-// apply merges one batch seen by pass gen; gone records remove their key.
+// apply merges one batch seen by pass gen; gone records remove their lock.
 func (s *lockSet) apply(batch []scanner.Lock, gen uint64) {
 	for i := range batch {
 		l := &batch[i]
+		id := s.id(l)
 		if l.Gone {
-			s.remove(l.Key)
+			s.remove(id)
 			continue
 		}
-		at, ok := s.pos.find(l.Key, s.rows)
+		at, ok := s.pos.find(id, s.rows)
 		if !ok {
 			s.rows = append(s.rows, s.newRow(l, nil, gen))
-			s.pos.set(l.Key, len(s.rows)-1, s.rows)
+			s.pos.set(id, len(s.rows)-1, s.rows)
 			continue
 		}
 		s.rows[at] = s.newRow(l, s.rows[at], gen)
@@ -224,17 +276,17 @@ func (r *lockRow) fill(l *scanner.Lock) {
 	}
 }
 
-// remove drops key (swap with the last element: O(1)).
-func (s *lockSet) remove(key string) {
-	at, ok := s.pos.find(key, s.rows)
+// remove drops the lock id (swap with the last element: O(1)).
+func (s *lockSet) remove(id string) {
+	at, ok := s.pos.find(id, s.rows)
 	if !ok {
 		return
 	}
-	s.pos.delete(key, s.rows)
+	s.pos.delete(id, s.rows)
 	last := len(s.rows) - 1
 	if at != last {
 		s.rows[at] = s.rows[last]
-		s.pos.set(s.rows[at].key, at, s.rows)
+		s.pos.set(s.rowID(s.rows[at]), at, s.rows)
 	}
 	s.rows[last] = nil
 	s.rows = s.rows[:last]
@@ -249,7 +301,7 @@ func (s *lockSet) prune(gen uint64) int {
 			i++
 			continue
 		}
-		s.remove(s.rows[i].key) // moves the last element to i: look at i again
+		s.remove(s.rowID(s.rows[i])) // moves the last element to i: look at i again
 		dropped++
 	}
 	return dropped

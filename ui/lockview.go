@@ -52,14 +52,14 @@ func (c lockCounts) text(shown int, filtered bool) string {
 
 // viewIndex is the filtered, sorted list of locks the table pages through. It is built once per
 // data or query change (off the update loop for large sets) and only sliced per frame. It holds
-// keys, not rows: the table looks each visible row up in the census, and a view that held rows
+// ids (lockID), not rows: the table looks each visible row up in the census, and a view that held rows
 // would keep a whole older generation of them alive while passes replace them.
 //
 // A partial view (after a sort or filter change on a large census) holds only the first and
 // the last rows of the new order, found in one pass, and counts the unranked rows between
 // them, which wait for the full build.
 type viewIndex struct {
-	rows     []string // the whole order, or the first rows of a partial view
+	rows     []string // ids: the whole order, or the first rows of a partial view
 	unranked int
 	tail     []string // a partial view's last rows
 	counts   lockCounts
@@ -68,7 +68,7 @@ type viewIndex struct {
 // len is the number of rows the filter lets through, ranked or not.
 func (v viewIndex) len() int { return len(v.rows) + v.unranked + len(v.tail) }
 
-// key is row i's key, "" while the row is not ranked yet.
+// key is row i's id, "" while the row is not ranked yet.
 func (v viewIndex) key(i int) string {
 	switch {
 	case i < len(v.rows):
@@ -79,7 +79,7 @@ func (v viewIndex) key(i int) string {
 	return ""
 }
 
-// indexOf is where key is ranked in v (-1: not there or not ranked yet).
+// indexOf is where the lock id key is ranked in v (-1: not there or not ranked yet).
 func (v viewIndex) indexOf(key string) int {
 	if i := indexOfKey(v.rows, key); i >= 0 {
 		return i
@@ -90,23 +90,23 @@ func (v viewIndex) indexOf(key string) int {
 	return -1
 }
 
-// buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
-// viewClock is what a view build measures rows against: the local time (TTLs count down on
-// it), the servers' clocks (ages, and so stuck locks, are measured on them) and the threshold
-// of a stuck lock.
-type viewClock struct {
+// viewBuild is what a view build measures and names rows with besides the rows and the
+// query: the local time (TTLs count down on it), the servers' clocks (ages, and so stuck locks,
+// are measured on them), the threshold of a stuck lock, and whether rows are told apart by
+// server as well as key (independent servers).
+type viewBuild struct {
 	now        time.Time
 	clocks     scanner.Clocks
 	stuckAfter time.Duration
+	byServer   bool
 }
 
-func buildView(all []*lockRow, q viewQuery, vc viewClock) viewIndex {
+// buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
+func buildView(all []*lockRow, q viewQuery, vb viewBuild) viewIndex {
 	rank := present.NewRanking[string](q.sort, q.desc, 0)
-	matched, counts := rankRows(all, q, vc, nil, rowKey, rank)
+	matched, counts := rankRows(all, q, vb, nil, rowIDs(vb.byServer), rank)
 	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
-
-func rowKey(r *lockRow) string { return r.key }
 
 func sameRow(r *lockRow) *lockRow { return r }
 
@@ -114,7 +114,8 @@ func sameRow(r *lockRow) *lockRow { return r }
 // pass without a sort of the rest: the last ones are the first of the reverse order (the
 // order is total: ties are broken by key). The pass is split across the cores: each part
 // keeps its own first and last rows, and the view's are the first and last of those.
-func buildPartialView(all []*lockRow, q viewQuery, vc viewClock, outdated func() bool, limit int) viewIndex {
+func buildPartialView(all []*lockRow, q viewQuery, vb viewBuild, outdated func() bool, limit int) viewIndex {
+	rowID := rowIDs(vb.byServer)
 	type part struct {
 		head, tail *present.Ranking[*lockRow]
 		matched    int
@@ -127,7 +128,7 @@ func buildPartialView(all []*lockRow, q viewQuery, vc viewClock, outdated func()
 		p.head = present.NewRanking[*lockRow](q.sort, q.desc, limit)
 		p.tail = present.NewRanking[*lockRow](q.sort, !q.desc, limit)
 		wg.Go(func() {
-			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, vc, outdated, sameRow, p.head, p.tail)
+			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, vb, outdated, sameRow, p.head, p.tail)
 		})
 	}
 	wg.Wait()
@@ -141,11 +142,11 @@ func buildPartialView(all []*lockRow, q viewQuery, vc viewClock, outdated func()
 		v.counts.add(p.counts)
 		for r := range p.head.Sorted() {
 			r.fill(&l)
-			head.Add(&l, r.key)
+			head.Add(&l, rowID(r))
 		}
 		for r := range p.tail.Sorted() {
 			r.fill(&l)
-			tail.Add(&l, r.key)
+			tail.Add(&l, rowID(r))
 		}
 	}
 	v.rows = rankedKeys(head, min(matched, limit))
@@ -177,7 +178,7 @@ func rankedKeys(rank *present.Ranking[string], n int) []string {
 // rankRows counts the census and adds the rows the filter lets through to each ranking, as
 // rowOf makes them (the rows themselves are not needed after it when that is their key). It
 // stops early, with partial figures, once outdated (nil: never) says nobody wants them.
-func rankRows[T any](all []*lockRow, q viewQuery, vc viewClock, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
+func rankRows[T any](all []*lockRow, q viewQuery, vb viewBuild, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
 	counts.total = len(all)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
 	for i, r := range all {
@@ -185,19 +186,19 @@ func rankRows[T any](all []*lockRow, q viewQuery, vc viewClock, outdated func() 
 			break
 		}
 		r.fill(&l)
-		serverNow := vc.clocks.Now(&l, vc.now)
+		serverNow := vb.clocks.Now(&l, vb.now)
 		switch {
 		case l.Format == scanner.FormatNotALock: // no lock: its TTL, or lack of one, says nothing
 			counts.other++
 		case l.NoExpiry:
 			counts.noExpiry++
-		case l.RemainingAt(vc.now) <= expiringSoon:
+		case l.RemainingAt(vb.now) <= expiringSoon:
 			counts.soon++
 		}
-		if l.Format != scanner.FormatNotALock && present.Stuck(&l, serverNow, vc.stuckAfter) {
+		if l.Format != scanner.FormatNotALock && present.Stuck(&l, serverNow, vb.stuckAfter) {
 			counts.stuck++
 		}
-		if q.filter.match(&l, serverNow, vc.stuckAfter) {
+		if q.filter.match(&l, serverNow, vb.stuckAfter) {
 			matched++
 			for _, rank := range ranks {
 				rank.Add(&l, rowOf(r))

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
@@ -124,7 +125,7 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		help:        help.New(),
 		scanCh:      scanCh,
 		eventCh:     eventCh,
-		locks:       newLockSet(),
+		locks:       newLockSet(o.Target.Mode == connect.Independent),
 		latestQuery: new(atomic.Uint64),
 		syncLimit:   syncViewLimit,
 		waiters:     map[string]int{},
@@ -272,7 +273,7 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 			m.locks.prune(u.Gen)
 		}
 		for k := range m.waiters {
-			if m.locks.get(k) == nil {
+			if !m.locks.hasKey(k) {
 				delete(m.waiters, k)
 			}
 		}
@@ -348,13 +349,13 @@ func (m *Model) requestViewOf(snap []*lockRow) tea.Cmd {
 		snap = m.locks.snapshot()
 	}
 	if len(snap) <= m.syncLimit {
-		idx := buildView(snap, m.query, m.viewClock())
+		idx := buildView(snap, m.query, m.viewBuild())
 		m.installView(idx, indexOfKey(idx.rows, m.table.selKey))
 		m.viewGen = m.queryGen
 		return nil
 	}
 	m.building = true
-	return buildViewCmd(snap, m.query, m.queryGen, m.latestQuery, m.viewClock(), m.table.selKey)
+	return buildViewCmd(snap, m.query, m.queryGen, m.latestQuery, m.viewBuild(), m.table.selKey)
 }
 
 // onViewBuilt installs a finished build unless the query changed meanwhile (then it is
@@ -417,14 +418,15 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 		return m.requestView()
 	}
 	snap := m.locks.snapshot() // for both: the full build starts when the partial view is out
-	partial := partialViewCmd(snap, q, m.queryGen, m.latestQuery, m.viewClock(), partialPages*max(m.table.height, 1))
+	partial := partialViewCmd(snap, q, m.queryGen, m.latestQuery, m.viewBuild(), partialPages*max(m.table.height, 1))
 	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census
-// viewClock is what a view build measures rows against now: the servers' clocks as last heard.
-func (m *Model) viewClock() viewClock {
-	return viewClock{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter}
+// viewBuild is what a view build needs now: the servers' clocks as last heard, and the set's
+// identity of a row.
+func (m *Model) viewBuild() viewBuild {
+	return viewBuild{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter, byServer: m.locks.byServer}
 }
 
 // and the view index does not know yet).

@@ -32,15 +32,15 @@ func partialCensus(n int) []scanner.Lock {
 // the last rows of the full index, for every order, both directions, with and without a
 // filter, and it counts the rest.
 func TestPartialViewIsTheFullViewsEnds(t *testing.T) {
-	set := newLockSet()
+	set := newLockSet(false)
 	set.apply(partialCensus(3000), 1)
 	for _, filter := range []string{"", "api-4"} {
 		for _, sort := range []present.Sort{present.SortByKey, present.SortByTTL, present.SortByAge, present.SortByHolder} {
 			for _, desc := range []bool{false, true} {
 				q := viewQuery{filter: newMatcher(filter), sort: sort, desc: desc}
-				full := buildView(set.snapshot(), q, viewClock{now: t0, stuckAfter: time.Hour})
+				full := buildView(set.snapshot(), q, viewBuild{now: t0, stuckAfter: time.Hour})
 				for _, limit := range []int{1, 37, len(full.rows), len(full.rows) + 5} {
-					part := buildPartialView(set.snapshot(), q, viewClock{now: t0, stuckAfter: time.Hour}, nil, limit)
+					part := buildPartialView(set.snapshot(), q, viewBuild{now: t0, stuckAfter: time.Hour}, nil, limit)
 					if part.len() != len(full.rows) || part.counts != full.counts {
 						t.Fatalf("filter %q, %v desc=%v, limit %d: %d rows, want %d", filter, sort, desc, limit, part.len(), len(full.rows))
 					}
@@ -156,14 +156,14 @@ func TestPartialViewPlacesSelectionAtTheEnd(t *testing.T) {
 // TestOutdatedBuildStopsEarly: a build or partial view for a query the user has already
 // replaced stops instead of ranking the whole census (its message is dropped by generation).
 func TestOutdatedBuildStopsEarly(t *testing.T) {
-	set := newLockSet()
+	set := newLockSet(false)
 	set.apply(partialCensus(3*outdatedEvery), 1)
 	latest := new(atomic.Uint64)
 	latest.Store(2)
 	q := viewQuery{sort: present.SortByTTL}
 	for gen, want := range map[uint64]int{1: 0, 2: 3 * outdatedEvery} {
-		built := buildViewCmd(set.snapshot(), q, gen, latest, viewClock{now: t0, stuckAfter: time.Hour}, "")().(viewBuiltMsg)
-		part := partialViewCmd(set.snapshot(), q, gen, latest, viewClock{now: t0, stuckAfter: time.Hour}, 10)().(viewPartialMsg)
+		built := buildViewCmd(set.snapshot(), q, gen, latest, viewBuild{now: t0, stuckAfter: time.Hour}, "")().(viewBuiltMsg)
+		part := partialViewCmd(set.snapshot(), q, gen, latest, viewBuild{now: t0, stuckAfter: time.Hour}, 10)().(viewPartialMsg)
 		if len(built.index.rows) != want || part.index.len() != want {
 			t.Fatalf("generation %d of 2: the build ranked %d rows, the partial view counted %d, want %d", gen, len(built.index.rows), part.index.len(), want)
 		}

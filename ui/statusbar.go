@@ -116,14 +116,15 @@ func (s *statusBar) warn(w string) bool {
 	return true
 }
 
-// targetText is "standalone 10.0.0.1:6379", "cluster 10.0.0.1:7000 +2", "redlock×3 a b c".
+// targetText is "standalone 10.0.0.1:6379", "cluster 10.0.0.1:7000 +2", "redlock×3 a b c",
+// "independent×2 a b" (N servers, each with locks of its own).
 func (s statusBar) targetText() string {
 	addrs := s.target.Addrs
 	var where string
 	switch {
 	case len(addrs) == 0:
 		where = "?"
-	case s.target.Mode == connect.Redlock:
+	case s.target.Mode == connect.Redlock || s.target.Mode == connect.Independent:
 		where = strings.Join(addrs, " ")
 	case len(addrs) > 1:
 		where = addrs[0] + " +" + strconv.Itoa(len(addrs)-1)
@@ -131,7 +132,7 @@ func (s statusBar) targetText() string {
 		where = addrs[0]
 	}
 	mode := s.target.Mode.String()
-	if s.target.Mode == connect.Redlock {
+	if s.target.Mode == connect.Redlock || s.target.Mode == connect.Independent {
 		mode += "×" + strconv.Itoa(len(addrs))
 	}
 	text := mode + " " + where

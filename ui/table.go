@@ -28,7 +28,8 @@ type rowContext struct {
 	late       map[string]bool // servers that stopped answering: their rows are dimmed
 	stuckAfter time.Duration
 	waiters    map[string]int // waiter counts learnt from events, by key
-	span       func(key string) time.Duration
+	span       func(*scanner.Lock) time.Duration
+	byServer   bool // independent servers: rows are found by server and key, and show SERVER
 	st         styles
 }
 
@@ -130,12 +131,22 @@ const (
 // from the widths of the visible rows' content. Columns are dropped from the least useful
 // (format) to the most (key, TTL) as the terminal narrows.
 type tableColumns struct {
+	server                              int // SERVER's width; 0: not shown (one deployment)
 	key, holder, trace, fenceW          int
 	age, ttl, bar, re, fence, wait, fmt bool
 }
 
-func layoutColumns(width int, vis []*scanner.Lock) tableColumns {
+// layoutColumns lays the columns out for the visible rows vis (see tableColumns). With
+// servers (independent servers) SERVER comes first, as wide as the visible addresses: the
+// same key on two servers is two locks, and only it tells their rows apart.
+func layoutColumns(width int, vis []*scanner.Lock, servers bool) tableColumns {
 	c := tableColumns{age: true, ttl: true, bar: true, re: true, fence: true, wait: true, fmt: true}
+	if servers {
+		c.server = len(present.ColumnServer)
+		for _, l := range vis {
+			c.server = max(c.server, len(l.Addr))
+		}
+	}
 	wantKey, wantHolder, wantTrace := len("KEY")+1, len("HOLDER")+1, len("TRACE")
 	c.fenceW = minFence
 	for _, l := range vis {
@@ -208,6 +219,9 @@ const maxKeyGoal = 28
 // fixedWidth is the width of the fixed columns shown, separators included.
 func (c tableColumns) fixedWidth() int {
 	w := flagWidth
+	if c.server > 0 {
+		w += c.server + 1
+	}
 	for _, on := range []struct {
 		b bool
 		w int
@@ -233,6 +247,9 @@ func (c tableColumns) header(sort present.Sort, desc bool) string {
 	}
 	var sb strings.Builder
 	sb.WriteString(strings.Repeat(" ", flagWidth))
+	if c.server > 0 {
+		sb.WriteString(cell(present.ColumnServer, c.server) + " ")
+	}
 	sb.WriteString(cell(mark(present.ColumnKey), c.key))
 	if c.holder > 0 {
 		sb.WriteString(" " + cell(mark(present.ColumnHolder), c.holder))
@@ -290,6 +307,9 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 
 	var sb strings.Builder
 	sb.WriteString(flag[0] + flag[1])
+	if c.server > 0 {
+		sb.WriteString(cell(l.Addr, c.server) + " ")
+	}
 	sb.WriteString(cell(l.Key, c.key))
 	if c.holder > 0 {
 		sb.WriteString(" " + cell(present.OrUnknown(l.Node), c.holder))
@@ -322,7 +342,7 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 		sb.WriteString(" " + ttl)
 	}
 	if c.bar {
-		sb.WriteString(" " + ttlBarCell(l, l.RemainingAt(rc.now), rc.span(l.Key), plain, st))
+		sb.WriteString(" " + ttlBarCell(l, l.RemainingAt(rc.now), rc.span(l), plain, st))
 	}
 	if c.re {
 		sb.WriteString(" " + cellRight(present.Ordinal(int64(l.Reentry), l.Reentry > 0), reWidth))
@@ -394,11 +414,11 @@ func (t lockTable) view(v viewIndex, latest func(string) *scanner.Lock, width in
 			continue
 		}
 		if fresh[i] = latest(key); fresh[i] == nil {
-			fresh[i] = &scanner.Lock{Key: key, Gone: true}
+			fresh[i] = goneLock(key, rc.byServer)
 		}
 		known = append(known, fresh[i])
 	}
-	cols := layoutColumns(width, known)
+	cols := layoutColumns(width, known, rc.byServer)
 	lines := make([]string, 0, t.height+1)
 	lines = append(lines, rc.st.header.Render(fitLine(cols.header(q.sort, q.desc), width)))
 	for i, l := range fresh {

@@ -126,7 +126,7 @@ func TestLockRowKeepsTheRecord(t *testing.T) {
 		{Key: "lock:other", Node: "not-in-value", Value: "x", AcquiredAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), FetchedAt: fetched},
 	}
 	for _, l := range append(locks, derefAll(presenttest.Locks())...) {
-		s := newLockSet()
+		s := newLockSet(false)
 		s.apply([]scanner.Lock{l}, 1)
 		if got := s.get(l.Key); !reflect.DeepEqual(*got, l) {
 			t.Errorf("%s: the row gives back\n%+v\nwant\n%+v", l.Key, *got, l)
@@ -147,7 +147,7 @@ func derefAll(locks []*scanner.Lock) []scanner.Lock {
 // step that every key is found where it is and that removed keys are not found.
 func TestLockSetIndexAgreesWithAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	s := newLockSet()
+	s := newLockSet(false)
 	want := map[string]bool{}
 	for step := range 20000 {
 		key := "k" + strconv.Itoa(rng.IntN(3000))
@@ -178,21 +178,21 @@ func TestLockSetIndexAgreesWithAMap(t *testing.T) {
 }
 
 func TestLockSetApplyRemovePrune(t *testing.T) {
-	s := newLockSet()
+	s := newLockSet(false)
 	s.apply([]scanner.Lock{{Key: "a", Value: "1", TTL: 10 * time.Second}, {Key: "b"}, {Key: "c"}}, 1)
 	s.apply([]scanner.Lock{{Key: "a", Value: "1", TTL: 4 * time.Second}, {Key: "c"}}, 2)
-	if s.span("a") != 10*time.Second {
-		t.Fatalf("span of a re-read lock: %v", s.span("a"))
+	if s.span(&scanner.Lock{Key: "a"}) != 10*time.Second {
+		t.Fatalf("span of a re-read lock: %v", s.span(&scanner.Lock{Key: "a"}))
 	}
 	if n := s.prune(2); n != 1 || s.get("b") != nil || s.len() != 2 {
 		t.Fatalf("prune dropped %d, len %d", n, s.len())
 	}
 	s.apply([]scanner.Lock{{Key: "a", Value: "2", TTL: 3 * time.Second}}, 3)
-	if s.span("a") != 3*time.Second {
-		t.Fatalf("a new holder keeps the old span: %v", s.span("a"))
+	if s.span(&scanner.Lock{Key: "a"}) != 3*time.Second {
+		t.Fatalf("a new holder keeps the old span: %v", s.span(&scanner.Lock{Key: "a"}))
 	}
 	s.remove("a")
-	if s.get("a") != nil || s.get("c") == nil || s.len() != 1 || s.span("c") != 0 {
+	if s.get("a") != nil || s.get("c") == nil || s.len() != 1 || s.span(&scanner.Lock{Key: "c"}) != 0 {
 		t.Fatal("remove broke the set")
 	}
 	for i, r := range s.rows {
@@ -289,10 +289,10 @@ func FuzzDecodeEvent(f *testing.F) {
 // TestTableShowsARemovedKeyAsGone: the view index holds keys, so a key that left the census
 // after the index was built is drawn from no record at all: as gone, not as the record it had.
 func TestTableShowsARemovedKeyAsGone(t *testing.T) {
-	s := newLockSet()
+	s := newLockSet(false)
 	s.apply([]scanner.Lock{{Key: "lock:kept", Node: "node-kept", Value: "node-kept:-:1:ff", TTL: time.Minute, FetchedAt: t0},
 		{Key: "lock:removed", Node: "node-removed", Value: "node-removed:-:1:ff", TTL: time.Minute, FetchedAt: t0}}, 1)
-	v := buildView(s.snapshot(), viewQuery{}, viewClock{now: t0, stuckAfter: time.Hour})
+	v := buildView(s.snapshot(), viewQuery{}, viewBuild{now: t0, stuckAfter: time.Hour})
 	s.remove("lock:removed")
 	tbl := lockTable{height: 5}
 	rc := rowContext{now: t0, span: s.span, st: monoStyles()}
@@ -307,12 +307,12 @@ func TestTableShowsARemovedKeyAsGone(t *testing.T) {
 func TestColumnWidthPolicy(t *testing.T) {
 	owner := "8743c9c0-0795-4907-87fd-6c719a6b4586:1234567"
 	long := &scanner.Lock{Key: "lock:" + strings.Repeat("k", 150), Node: owner, Trace: "trace-1"}
-	c := layoutColumns(200, []*scanner.Lock{long})
+	c := layoutColumns(200, []*scanner.Lock{long}, false)
 	if c.holder != len(owner) || c.trace != len("trace-1") {
 		t.Errorf("holder %d trace %d, want %d and 7 (key %d)", c.holder, c.trace, len(owner), c.key)
 	}
 	short := &scanner.Lock{Key: "lock:a", Node: owner}
-	if c := layoutColumns(200, []*scanner.Lock{short}); c.holder != len(owner) || c.key < 90 { // the rest of 200 columns, after the fixed ones
+	if c := layoutColumns(200, []*scanner.Lock{short}, false); c.holder != len(owner) || c.key < 90 { // the rest of 200 columns, after the fixed ones
 		t.Errorf("a short key leaves the spare width unused: key %d holder %d", c.key, c.holder)
 	}
 }

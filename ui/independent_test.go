@@ -1,0 +1,50 @@
+package ui
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// TestLockSetByServer: on independent servers a lock is its server and key: the same key on
+// two servers is two rows, a gone record removes its server's row only, and hasKey finds a
+// key on any server.
+func TestLockSetByServer(t *testing.T) {
+	s := newLockSet(true)
+	s.apply([]scanner.Lock{
+		{Key: "k", Addr: "a:1", Value: "va", TTL: time.Minute},
+		{Key: "k", Addr: "b:1", Value: "vb", TTL: time.Minute},
+		{Key: "other", Addr: "b:1", Value: "vo"},
+	}, 1)
+	if s.len() != 3 {
+		t.Fatalf("%d rows, want 3 (k on two servers, other)", s.len())
+	}
+	if l := s.get(lockID("b:1", "k", true)); l == nil || l.Value != "vb" || l.Addr != "b:1" {
+		t.Fatalf("k on b: %+v", l)
+	}
+	v := buildView(s.snapshot(), viewQuery{}, viewBuild{now: t0, stuckAfter: time.Hour, byServer: true})
+	if len(v.rows) != 3 || v.indexOf(lockID("a:1", "k", true)) < 0 || v.indexOf(lockID("b:1", "k", true)) < 0 {
+		t.Fatalf("view ids %q", v.rows)
+	}
+	s.apply([]scanner.Lock{{Key: "k", Addr: "a:1", Gone: true}}, 2)
+	if s.get(lockID("a:1", "k", true)) != nil || s.get(lockID("b:1", "k", true)) == nil || !s.hasKey("k") {
+		t.Fatal("a gone record on a removed b's lock too, or hasKey lost it")
+	}
+	if n := s.prune(2); n != 2 || s.len() != 0 || s.hasKey("k") {
+		t.Fatalf("prune dropped %d, %d left", n, s.len())
+	}
+	if got := goneLock(lockID("b:1", "k", true), true); got.Key != "k" || got.Addr != "b:1" || !got.Gone {
+		t.Fatalf("goneLock: %+v", got)
+	}
+}
+
+// TestStatusBarNamesIndependentServers: the status bar says how many independent servers the
+// console watches, and which.
+func TestStatusBarNamesIndependentServers(t *testing.T) {
+	bar := statusBar{target: connect.Target{Mode: connect.Independent, Addrs: []string{"a:1", "b:2"}}}
+	if got := bar.targetText(); got != "independent×2 a:1 b:2" {
+		t.Fatalf("targetText %q", got)
+	}
+}
