@@ -34,6 +34,16 @@ func (c *Controller) RemoveKeys() error {
 }
 
 func (c *Controller) removeKeysOn(i int) error {
+	return c.eachResourceOn(i, func(ctx context.Context, cl redis.UniversalClient, key, held string) error {
+		companions := protocol.CompanionKeys(key)
+		return cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), held).Err()
+	})
+}
+
+// eachResourceOn calls act, on instance i, with each resource's lock key and the value a demo
+// worker holds it with ("" when none does: the key is free or another client's), as just read;
+// act deletes by compare-and-delete against it. The errors are joined.
+func (c *Controller) eachResourceOn(i int, act func(ctx context.Context, cl redis.UniversalClient, key, held string) error) error {
 	cl := c.cfg.Servers.Dial(i)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -48,8 +58,7 @@ func (c *Controller) removeKeysOn(i int) error {
 		if !isDemoWorkerValue(held) {
 			held = ""
 		}
-		companions := protocol.CompanionKeys(key)
-		if err := cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), held).Err(); err != nil {
+		if err := act(ctx, cl, key, held); err != nil {
 			errs = append(errs, err)
 		}
 	}
