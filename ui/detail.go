@@ -280,6 +280,8 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.openDialog(dialogRelease)
 	case key.Matches(msg, k.Extend):
 		m.openDialog(dialogExtend)
+	case key.Matches(msg, k.ReadOnlyHint):
+		m.sayReadOnly()
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Extend):
 		m.openDialog(dialogExtend)
 	case key.Matches(msg, k.ReadOnlyHint):
-		m.setNotice("read-only (--read-only): locks cannot be released or extended from this console", true)
+		m.sayReadOnly()
 	case key.Matches(msg, k.Audit):
 		return m.openAudit()
 	}
@@ -197,4 +197,9 @@ func (m *Model) onClick(msg tea.MouseClickMsg) {
 	if i := m.table.offset + row; i < m.view.len() {
 		m.table.moveTo(i, m.view)
 	}
+}
+
+// sayReadOnly answers d or e in read-only mode: the actions do not exist there, and why.
+func (m *Model) sayReadOnly() {
+	m.setNotice("read-only (--read-only): locks cannot be released or extended from this console", true)
 }

@@ -287,6 +287,11 @@ func TestReadOnlyHidesActions(t *testing.T) {
 	mustContain(t, s, "READ-ONLY")
 	mustNotContain(t, s, "force-release")
 	mustContain(t, s, "locks cannot be released or extended") // d and e say why nothing happens
+	// The same from the detail view.
+	m.notice = notice{}
+	typeKeys(m, "enter", "d")
+	mustContain(t, screen(m), "locks cannot be released or extended")
+	typeKeys(m, "esc")
 	typeKeys(m, "?")
 	s = screen(m)
 	mustNotContain(t, s, "force-release")
