@@ -140,9 +140,15 @@ func (d confirmDialog) ttl() (time.Duration, bool) {
 	return v, err == nil && v >= time.Millisecond
 }
 
-// keyTyped says the typed key name matches (always true when none is asked for).
+// keyTyped says the typed key name matches (always true when none is asked for). It is typed
+// as the console shows it (present.Escape), the form every command takes back: a binary key's
+// bytes could not be typed at all.
 func (d confirmDialog) keyTyped() bool {
-	return !d.typed || d.inputs[0].Value() == d.lock.Key
+	if !d.typed {
+		return true
+	}
+	key, err := present.Unescape(d.inputs[0].Value())
+	return err == nil && key == d.lock.Key
 }
 
 // ready says the action button can be pressed.

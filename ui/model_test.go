@@ -14,6 +14,7 @@ import (
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -683,4 +684,32 @@ func TestScannerWarningsAreLoggedOnce(t *testing.T) {
 	s := screen(m)
 	mustContain(t, s, "⚠ 1")
 	mustContain(t, s, w)
+}
+
+// TestReleaseTypedKeyTakesThePrintedForm: a key is confirmed by typing it as the console
+// prints it (present.Escape), the form every command takes back: a binary key's bytes cannot
+// be typed, and a backslash shows doubled.
+func TestReleaseTypedKeyTakesThePrintedForm(t *testing.T) {
+	for _, key := range []string{"lock:bin:\xff", `lock:back\slash`} {
+		m, clk := newTestModel(t, 120, 30)
+		feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{{
+			Key: key, Format: scanner.FormatOpaque, Type: "string", TTL: time.Minute, FetchedAt: t0, Value: "v",
+		}}})
+		selectKey(t, m, key)
+		typeKeys(m, "d")
+		clk.advance(time.Second)
+		typeKeys(m, key, "tab") // tab: the Release button, which refuses a key name that differs
+		if typeKeys(m, "enter"); m.dialog == nil || m.actionSeq != 0 {
+			t.Fatalf("%q: the raw key name, not what the console shows, confirmed", key)
+		}
+		for range len(key) {
+			typeKeys(m, "backspace")
+		}
+		printed := present.Escape(key)
+		mustContain(t, screen(m), printed)
+		typeKeys(m, printed)
+		if cmd := typeKeys(m, "enter"); m.dialog != nil || cmd == nil || m.actionSeq != 1 {
+			t.Fatalf("%q typed as shown (%s) did not confirm", key, printed)
+		}
+	}
 }
