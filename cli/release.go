@@ -87,7 +87,9 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 		return err
 	}
 	defer t.Close()
-	admin := opts.Conn.admin(t)
+	adminOpts := opts.Conn.adminOptions()
+	adminOpts.TypedExpect = opts.ExpectGiven // a differing --expect is audited as value_differs
+	admin := actions.New(t, adminOpts)
 	stderr := opts.IO.ErrOut
 
 	expect := opts.Expect
@@ -279,13 +281,11 @@ func instanceOutcomeText(in actions.InstanceResult, t connect.Target, expectGive
 	return present.Sprintf("%s", outcomeText(in.Outcome, expectGiven))
 }
 
-// outcomeName is an outcome as --json writes it: changed_hands only where the value was read
-// just before the action (no --expect), value_differs where it was the operator's --expect.
+// outcomeName is an outcome as --json writes it (and the audit records it): changed_hands only
+// where the value was read just before the action (no --expect), value_differs where it was the
+// operator's --expect.
 func outcomeName(o actions.Outcome, expectGiven bool) string {
-	if o == actions.ChangedHands && expectGiven {
-		return "value_differs"
-	}
-	return string(o)
+	return string(actions.Reported(o, expectGiven))
 }
 
 // outcomeText is outcomeName in words.

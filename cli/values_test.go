@@ -96,6 +96,13 @@ func TestCLIExpectTypoIsNotAChangeOfHands(t *testing.T) {
 	if obj := jsonLines(t, r.stdout)[0]; obj["outcome"] != "value_differs" || obj["current"] != oldLock || obj["seen"] != typo {
 		t.Errorf("extend --json = %v", obj)
 	}
+	// The audit trail says what the output said.
+	r = runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	records := jsonLines(t, r.stdout)
+	if len(records) != 2 || records[0]["result"] != "value_differs" || records[1]["result"] != "value_differs" {
+		t.Errorf("the audit records of a mistyped --expect:\n%s", r.stdout)
+	}
 }
 
 // TestCLIExtendDoesNotShorten (issue 14, point 3): extend refuses a TTL below the one left, or
