@@ -71,6 +71,11 @@ func TestExtendCmdShortensOnlyWhenConfirmed(t *testing.T) {
 	if msg.result.Outcome != actions.WouldShorten || rdb.PTTL(ctx, "lock:long").Val() < 59*time.Minute {
 		t.Fatalf("unconfirmed: outcome %q (err %v), TTL %v: want would_shorten and the hour kept", msg.result.Outcome, msg.err, rdb.PTTL(ctx, "lock:long").Val())
 	}
+	// Said in words: the lock may have been renewed since the dialog opened.
+	if text, bad := resultText(msg, time.Now(), func(s string) string { return s }); !bad ||
+		!strings.HasPrefix(text, "NOT extended: lock:long has 59m") || !strings.Contains(text, "more than 30s") {
+		t.Errorf("the notice of a refused shortening: %q", text)
+	}
 	msg = extendCmd(ctx, admin, 2, &seen, 30*time.Second, true, "test")().(actionDoneMsg)
 	if ttl := rdb.PTTL(ctx, "lock:long").Val(); msg.result.Outcome != actions.Extended || ttl > 30*time.Second {
 		t.Fatalf("confirmed: outcome %q (err %v), TTL %v: want extended to 30s", msg.result.Outcome, msg.err, ttl)
