@@ -138,6 +138,23 @@ func TestCLIExtendDoesNotShorten(t *testing.T) {
 	}
 }
 
+// TestCLIExtendRedlockKeepsTheLongerInstances: on a Redlock set whose instances have different
+// TTLs left, extend without --expect (read, then --yes) does what the script does after a
+// --expect: the instances with less left are extended, the one with more is left as it is.
+func TestCLIExtendRedlockKeepsTheLongerInstances(t *testing.T) {
+	_, clients, flags := redlockFlags(t, 2)
+	for i, ttl := range []time.Duration{10 * time.Minute, time.Minute} {
+		if err := clients[i].Set(t.Context(), "lock:q", oldLock, ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, cliOpts{}, append([]string{"extend", "lock:q", "--ttl", "2m", "--yes"}, flags...)...)
+	expectExit(t, r, exitOK)
+	if long, short := clients[0].PTTL(t.Context(), "lock:q").Val(), clients[1].PTTL(t.Context(), "lock:q").Val(); long < 9*time.Minute || short < 110*time.Second {
+		t.Errorf("TTLs %v and %v after extend --ttl 2m, want about 10m and 2m:\n%s", long, short, r)
+	}
+}
+
 // TestCLIShowRedlockInstanceDown (issue 14, point 18): show on a Redlock set with an instance
 // down exits 9 as ls does, and show --json tells a down instance from one without the key.
 func TestCLIShowRedlockInstanceDown(t *testing.T) {
