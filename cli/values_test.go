@@ -75,6 +75,23 @@ func TestCLITakesBackWhatItPrints(t *testing.T) {
 	}
 }
 
+// TestCLIShowDecodedIsPrintedAsLsPrints: show --json's decoded node and trace of a lockscope
+// value are in the printed form of ls --json's node and trace, not raw (lossy for invalid
+// UTF-8, and a terminal escape for a jq -r reader).
+func TestCLIShowDecodedIsPrintedAsLsPrints(t *testing.T) {
+	s := redistest.Start(t)
+	if err := s.Client().Set(t.Context(), "lock:dec", "ap\xffi\\x:tr\x1b:1700000000000:0123456789abcdef", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, cliOpts{}, "show", "lock:dec", "--json", "--redis", redisURL(s.Addr))
+	expectExit(t, r, exitOK)
+	obj := jsonLines(t, r.stdout)[0]
+	decoded, _ := obj["decoded"].(map[string]any)
+	if obj["node"] != `ap\xffi\\x` || decoded["node"] != obj["node"] || decoded["trace"] != obj["trace"] || obj["trace"] != `tr\x1b` {
+		t.Errorf("node %q and trace %q, decoded %v", obj["node"], obj["trace"], decoded)
+	}
+}
+
 // TestCLIExpectTypoIsNotAChangeOfHands (issue 14, point 2): a --expect that differs from the
 // value of an unchanged holder is reported as such, with both values, not as a change of hands.
 func TestCLIExpectTypoIsNotAChangeOfHands(t *testing.T) {
