@@ -54,8 +54,8 @@ type confirmDialog struct {
 	inputs []textinput.Model
 	focus  int  // the input typed into; len(inputs) means the buttons
 	onYes  bool // the action button is the chosen one
-	// left is the TTL left when the dialog opened (extend: a shorter TTL asks again);
-	// shortenAsk is that second question, open.
+	// left is the TTL left (extend: a shorter TTL asks again), measured when the dialog opens
+	// and again when it is answered; shortenAsk is that second question, open.
 	left       time.Duration
 	shortenAsk bool
 	err        string
@@ -183,6 +183,9 @@ func (d *confirmDialog) update(msg tea.KeyPressMsg, now time.Time, keys keyMap) 
 	case key.Matches(msg, keys.Cancel):
 		return dialogCancelled, nil
 	case key.Matches(msg, keys.Confirm):
+		if !d.lock.NoExpiry {
+			d.left = d.lock.RemainingAt(now)
+		}
 		return d.confirm()
 	case key.Matches(msg, keys.SwitchButton), d.onButtons() && key.Matches(msg, keys.ArrowButton):
 		d.onYes = !d.onYes

@@ -265,7 +265,7 @@ func TestExtendShorteningAsksAgain(t *testing.T) {
 	if m.dialog == nil || !m.dialog.shortenAsk || m.actionSeq != 0 {
 		t.Fatal("a shorter TTL was not asked about again")
 	}
-	mustContain(t, screen(m), "shorten 25s to 5.0s? [y/N]")
+	mustContain(t, screen(m), "shorten 24s to 5.0s? [y/N]") // what is left when answered
 	typeKeys(m, "enter")
 	if m.dialog == nil || m.dialog.shortenAsk || m.actionSeq != 0 {
 		t.Fatal("enter (the default No) should go back to the dialog")
@@ -273,6 +273,22 @@ func TestExtendShorteningAsksAgain(t *testing.T) {
 	typeKeys(m, "enter", "y")
 	if m.dialog != nil || m.actionSeq != 1 {
 		t.Fatal("y did not shorten")
+	}
+}
+
+// TestExtendShortenQuestionUsesTheTimeLeftNow: what is shortened is measured when the dialog is
+// answered: a TTL above what is left by then lengthens the lock and needs no second question.
+func TestExtendShortenQuestionUsesTheTimeLeftNow(t *testing.T) {
+	m, clk := newTestModel(t, 120, 30)
+	selectKey(t, m, "lock:order:1001") // 25s left
+	typeKeys(m, "e")
+	clk.advance(21 * time.Second) // 4s left
+	for range len(m.dialog.inputs[0].Value()) {
+		typeKeys(m, "backspace")
+	}
+	typeKeys(m, "10s", "tab", "enter")
+	if m.dialog != nil || m.actionSeq != 1 {
+		t.Fatalf("10s on a lock with 4s left was asked about as a shortening:\n%s", screen(m))
 	}
 }
 
