@@ -77,7 +77,11 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 	keys, args := []string{key}, scriptArgs(expect, ttl)
 	if action == ActionExtend {
 		script, source, success = extendScript, extendSource, Extended
-		keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
+		// On a cluster, companions outside key's slot would make Redis refuse the script (as for
+		// wakeKeys); locklib could not have written them there either.
+		if a.target.Mode != connect.Cluster || protocol.CompanionsInSlot(key) {
+			keys = append(keys, protocol.LevelsKey(key), protocol.FenceKey(key))
+		}
 		args = append(args, strconv.FormatBool(allowShorten))
 	} else {
 		// Only a hash (args[2]: its field count) can be Redisson's lock.

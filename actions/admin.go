@@ -42,6 +42,7 @@ type Options struct {
 	AuditStream     string        // stream key of the audit trail; default DefaultAuditStream
 	AuditMaxLen     int64         // approximate cap of the stream (XADD MAXLEN ~); default DefaultAuditMaxLen
 	ReadOnly        bool          // refuse Release and Extend with ErrReadOnly
+	TypedExpect     bool          // Release and Extend are given the operator's --expect: audited as Reported says
 	InstanceTimeout time.Duration // per-instance bound of each call; default DefaultInstanceTimeout
 }
 
@@ -108,6 +109,20 @@ const (
 	WouldShorten Outcome = "would_shorten" // Extend: the key holds the value but has more than the TTL left (TTLLeft): untouched
 	Failed       Outcome = "failed"        // the instance could not be asked (InstanceResult.Err)
 )
+
+// ValueDiffers is how ChangedHands is reported and recorded when the expected value was the
+// operator's own (--expect, Options.TypedExpect), not one read just before: it may have been
+// mistyped, so all that is known is that the key holds another value.
+const ValueDiffers Outcome = "value_differs"
+
+// Reported is o as it is reported and recorded: ChangedHands is ValueDiffers when the expected
+// value was typed.
+func Reported(o Outcome, typedExpect bool) Outcome {
+	if o == ChangedHands && typedExpect {
+		return ValueDiffers
+	}
+	return o
+}
 
 // Result is the outcome of one Release or Extend.
 //

@@ -98,7 +98,7 @@ func (a *Admin) auditValues(res Result, actionErr error, reason string) []any {
 		"action", string(res.Action),
 		"key", res.Key,
 		"seen", capValue(res.Seen),
-		"result", string(res.Outcome),
+		"result", string(Reported(res.Outcome, a.opts.TypedExpect)),
 		"reason", reason,
 		"action_id", newActionID(),
 	}
@@ -111,7 +111,7 @@ func (a *Admin) auditValues(res Result, actionErr error, reason string) []any {
 	if len(res.Instances) > 1 {
 		parts := make([]string, len(res.Instances))
 		for i, in := range res.Instances {
-			parts[i] = in.Addr + "=" + string(in.Outcome)
+			parts[i] = in.Addr + "=" + string(Reported(in.Outcome, a.opts.TypedExpect))
 		}
 		v = append(v, "instances", strings.Join(parts, " "))
 	}

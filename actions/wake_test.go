@@ -377,6 +377,10 @@ func TestForceReleaseWakesRedissonWaitersOnACluster(t *testing.T) {
 		if err := cc.Set(ctx, key, lockValue, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
+		// Extend names only the companions in key's slot too.
+		if res, err := New(target, Options{}).Extend(ctx, key, lockValue, 2*time.Minute, "slow"); err != nil || res.Outcome != Extended {
+			t.Errorf("extend %s: %q %v, want extended", key, res.Outcome, err)
+		}
 		if res, err := New(target, Options{}).Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
 			t.Errorf("force-release %s: %q %v, want released", key, res.Outcome, err)
 		}

@@ -234,13 +234,13 @@ func TestCLIAudit(t *testing.T) {
 		o["operator"] != "carol" || o["seen"] != oldLock || o["key"] != "lock:old" {
 		t.Errorf("newest record %v", o)
 	}
-	if o := objs[1]; o["action"] != "extend" || o["result"] != "changed_hands" || o["ttl_ms"] != 90000.0 || o["seen"] != "nope" {
+	if o := objs[1]; o["action"] != "extend" || o["result"] != "value_differs" || o["ttl_ms"] != 90000.0 || o["seen"] != "nope" {
 		t.Errorf("oldest record %v", o)
 	}
 
 	r = runCLI(t, cliOpts{}, "audit", "--limit", "1", "--redis", url)
 	expectExit(t, r, exitOK)
-	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "changed_hands") || !strings.HasSuffix(r.stdout, "\n1 record\n") {
+	if !strings.Contains(r.stdout, "INC-7 stuck") || strings.Contains(r.stdout, "value_differs") || !strings.HasSuffix(r.stdout, "\n1 record\n") {
 		t.Errorf("audit --limit 1:\n%s", r.stdout)
 	}
 	r = runCLI(t, cliOpts{}, "ls", "--pattern", "lock:fore*", "--redis", url)

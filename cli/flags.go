@@ -162,5 +162,9 @@ func (c connection) scanner(target connect.Target) *scanner.Scanner {
 
 // admin is the actions.Admin for target with --operator and --read-only.
 func (c connection) admin(target connect.Target) *actions.Admin {
-	return actions.New(target, actions.Options{Operator: c.Operator, ReadOnly: c.ReadOnly})
+	return actions.New(target, c.adminOptions())
+}
+
+func (c connection) adminOptions() actions.Options {
+	return actions.Options{Operator: c.Operator, ReadOnly: c.ReadOnly}
 }

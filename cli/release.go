@@ -93,7 +93,9 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	if err != nil {
 		return err
 	}
-	admin := opts.Conn.admin(on)
+	adminOpts := opts.Conn.adminOptions()
+	adminOpts.TypedExpect = opts.ExpectGiven // a differing --expect is audited as value_differs
+	admin := actions.New(on, adminOpts)
 	stderr := opts.IO.ErrOut
 
 	expect := opts.Expect
@@ -190,10 +192,8 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 		printf(stderr, "  %s\n", heldText(in, t))
 	}
 	if opts.Action == actions.ActionExtend && !opts.Shorten {
-		for _, in := range h.Instances {
-			if in.Exists && (in.PTTL < 0 || in.PTTL > opts.TTL) {
-				return stop(h.Value, actions.WouldShorten, nil, shortenRefusal(opts.Key, in.PTTL, opts.TTL))
-			}
+		if left, refused := shortenedEverywhere(h, opts.TTL); refused {
+			return stop(h.Value, actions.WouldShorten, nil, shortenRefusal(opts.Key, left, opts.TTL))
 		}
 	}
 	if opts.Yes {
@@ -211,6 +211,22 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 		return stop(h.Value, actions.Declined, nil, withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", opts.Action)))
 	}
 	return h.Value, nil
+}
+
+// shortenedEverywhere reports whether a TTL of ttl would shorten the key on every instance that
+// holds it, and what the first has left (-1: none): extend.lua leaves such an instance as it is
+// and extends the others, so only then is nothing extended.
+func shortenedEverywhere(h actions.Holding, ttl time.Duration) (left time.Duration, shortened bool) {
+	for _, in := range h.Instances {
+		switch {
+		case !in.Exists:
+		case in.PTTL >= 0 && in.PTTL <= ttl:
+			return 0, false
+		case !shortened:
+			left, shortened = in.PTTL, true
+		}
+	}
+	return left, shortened
 }
 
 // shortenRefusal is extend's answer to a --ttl below the TTL key has left (-1: none).
@@ -316,13 +332,11 @@ func instanceOutcomeText(in actions.InstanceResult, t connect.Target, expectGive
 	return present.Sprintf("%s", outcomeText(in.Outcome, expectGiven))
 }
 
-// outcomeName is an outcome as --json writes it: changed_hands only where the value was read
-// just before the action (no --expect), value_differs where it was the operator's --expect.
+// outcomeName is an outcome as --json writes it (and the audit records it): changed_hands only
+// where the value was read just before the action (no --expect), value_differs where it was the
+// operator's --expect.
 func outcomeName(o actions.Outcome, expectGiven bool) string {
-	if o == actions.ChangedHands && expectGiven {
-		return "value_differs"
-	}
-	return string(o)
+	return string(actions.Reported(o, expectGiven))
 }
 
 // outcomeText is outcomeName in words.

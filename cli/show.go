@@ -218,8 +218,8 @@ func decodedValue(l *scanner.Lock) map[string]any {
 			return nil
 		}
 		d := map[string]any{
-			"node":        v.Node,
-			"trace":       v.Trace,
+			"node":        present.Escape(v.Node),
+			"trace":       present.Escape(v.Trace),
 			"acquired_at": v.AcquiredAt.UTC().Format(time.RFC3339Nano),
 			"rand":        v.Rand,
 			"count":       v.Count,

@@ -173,6 +173,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	setLock(t, srv, "lock:e2e:order", "e2e-node", "trace-e2e", 60*time.Second)
 	setLock(t, srv, "lock:e2e:other", "other-node", "-", 60*time.Second)
 	setLock(t, srv, "lock:e2e:third", "third-node", "-", 60*time.Second)
+	setLock(t, srv, "lock:e2e:bin\xff", "bin-node", "-", 60*time.Second)
 
 	s := startTUI(t, "--redis", "redis://"+srv.Addr, "--scan-budget", "1%")
 	scr := s.waitFor("the lock row", 15*time.Second, func(scr string) bool {
@@ -203,7 +204,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	s.typeText("e2e:ord")
 	s.keys("Enter")
 	s.waitFor("the filter to apply", 5*time.Second, func(scr string) bool {
-		return strings.Contains(scr, "1/3 locks") && strings.Contains(scr, "lock:e2e:order") &&
+		return strings.Contains(scr, "1/4 locks") && strings.Contains(scr, "lock:e2e:order") &&
 			!strings.Contains(scr, "lock:e2e:other")
 	})
 
@@ -248,6 +249,20 @@ func TestTUIEndToEnd(t *testing.T) {
 	}
 	if n, _ := srv.Client().Exists(context.Background(), "lock:e2e:other").Result(); n != 1 {
 		t.Fatal("the release removed another lock")
+	}
+	// A binary key is confirmed by typing it as the console shows it.
+	s.keys("/")
+	s.keys("BSpace", "BSpace", "BSpace") // e2e:ord -> e2e:
+	s.typeText("bin")
+	s.keys("Enter")
+	s.waitForText(`lock:e2e:bin\xff`, 5*time.Second)
+	s.keys("d")
+	s.waitForText("Type its key to confirm", 5*time.Second)
+	s.typeConfirmation(`lock:e2e:bin\xff`)
+	s.keys("Enter")
+	s.waitForText(`released lock:e2e:bin\xff`, 10*time.Second)
+	if n, _ := srv.Client().Exists(context.Background(), "lock:e2e:bin\xff").Result(); n != 0 {
+		t.Fatal("the binary key is still in Redis after its release")
 	}
 	// The audit trail shows the action.
 	s.keys("a")

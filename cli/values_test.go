@@ -75,6 +75,23 @@ func TestCLITakesBackWhatItPrints(t *testing.T) {
 	}
 }
 
+// TestCLIShowDecodedIsPrintedAsLsPrints: show --json's decoded node and trace of a lockscope
+// value are in the printed form of ls --json's node and trace, not raw (lossy for invalid
+// UTF-8, and a terminal escape for a jq -r reader).
+func TestCLIShowDecodedIsPrintedAsLsPrints(t *testing.T) {
+	s := redistest.Start(t)
+	if err := s.Client().Set(t.Context(), "lock:dec", "ap\xffi\\x:tr\x1b:1700000000000:0123456789abcdef", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, cliOpts{}, "show", "lock:dec", "--json", "--redis", redisURL(s.Addr))
+	expectExit(t, r, exitOK)
+	obj := jsonLines(t, r.stdout)[0]
+	decoded, _ := obj["decoded"].(map[string]any)
+	if obj["node"] != `ap\xffi\\x` || decoded["node"] != obj["node"] || decoded["trace"] != obj["trace"] || obj["trace"] != `tr\x1b` {
+		t.Errorf("node %q and trace %q, decoded %v", obj["node"], obj["trace"], decoded)
+	}
+}
+
 // TestCLIExpectTypoIsNotAChangeOfHands (issue 14, point 2): a --expect that differs from the
 // value of an unchanged holder is reported as such, with both values, not as a change of hands.
 func TestCLIExpectTypoIsNotAChangeOfHands(t *testing.T) {
@@ -95,6 +112,13 @@ func TestCLIExpectTypoIsNotAChangeOfHands(t *testing.T) {
 	expectExit(t, r, exitChanged)
 	if obj := jsonLines(t, r.stdout)[0]; obj["outcome"] != "value_differs" || obj["current"] != oldLock || obj["seen"] != typo {
 		t.Errorf("extend --json = %v", obj)
+	}
+	// The audit trail says what the output said.
+	r = runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	records := jsonLines(t, r.stdout)
+	if len(records) != 2 || records[0]["result"] != "value_differs" || records[1]["result"] != "value_differs" {
+		t.Errorf("the audit records of a mistyped --expect:\n%s", r.stdout)
 	}
 }
 
@@ -128,6 +152,23 @@ func TestCLIExtendDoesNotShorten(t *testing.T) {
 		if ttl := c.PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > 30*time.Second {
 			t.Errorf("%s: --allow-shorten left a TTL of %v", key, ttl)
 		}
+	}
+}
+
+// TestCLIExtendRedlockKeepsTheLongerInstances: on a Redlock set whose instances have different
+// TTLs left, extend without --expect (read, then --yes) does what the script does after a
+// --expect: the instances with less left are extended, the one with more is left as it is.
+func TestCLIExtendRedlockKeepsTheLongerInstances(t *testing.T) {
+	_, clients, flags := redlockFlags(t, 2)
+	for i, ttl := range []time.Duration{10 * time.Minute, time.Minute} {
+		if err := clients[i].Set(t.Context(), "lock:q", oldLock, ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, cliOpts{}, append([]string{"extend", "lock:q", "--ttl", "2m", "--yes"}, flags...)...)
+	expectExit(t, r, exitOK)
+	if long, short := clients[0].PTTL(t.Context(), "lock:q").Val(), clients[1].PTTL(t.Context(), "lock:q").Val(); long < 9*time.Minute || short < 110*time.Second {
+		t.Errorf("TTLs %v and %v after extend --ttl 2m, want about 10m and 2m:\n%s", long, short, r)
 	}
 }
 

@@ -60,6 +60,7 @@ type resourceState struct {
 	claim      string   // OwnerCompare: owner value of the last claim
 	lastWriter *section // the section of the last accepted write
 	lastHolder int      // worker of the last section entered, for hand-offs
+	lastOwner  string   // the lock value of the last section entered: the only one of this run the key can still hold after Stop
 	accepted   int64    // writes accepted
 	crashed    *crashRecord
 }
@@ -119,7 +120,7 @@ func (c *checker) open(resource string, worker int, token int64, owner string, p
 	s := &section{id: c.nextID, resource: resource, worker: worker, token: token, owner: owner, phase: phase}
 	rs := c.resource(resource)
 	handoff := rs.lastHolder != 0 && rs.lastHolder != worker
-	rs.lastHolder = worker
+	rs.lastHolder, rs.lastOwner = worker, owner
 	c.count(phase, func(k *Counters) {
 		k.Sections++
 		if handoff {
@@ -136,6 +137,13 @@ func (c *checker) open(resource string, worker int, token int64, owner string, p
 		c.count(cr.phase, func(k *Counters) { k.ExpiredAfterCrash++ })
 	}
 	return s
+}
+
+// lastOwner is the lock value of the last section entered on resource ("" for none).
+func (c *checker) lastOwner(resource string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resource(resource).lastOwner
 }
 
 // claim is a section's first write. Under OwnerCompare it makes the section the resource's

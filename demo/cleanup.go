@@ -18,11 +18,13 @@ var cleanupSource string
 // cleanupScript deletes a demo worker's lock and, once no lock is left, its companions.
 var cleanupScript = redis.NewScript(cleanupSource)
 
-// RemoveKeys deletes, after Stop, every key the run left on every instance: the locks demo
-// workers still hold (a crashed worker's would wait for its TTL), compare-and-delete, and the
-// companions of each lock:demo:* key that no one holds any more (fence counters, wait queues
-// and presence, levels, ended sets). A lock held by another client stays, with its companions.
-// For servers the demo shares (--redis); the embedded ones go with the process.
+// RemoveKeys deletes, after Stop, every key the run left on every instance: the locks its
+// workers still hold (a crashed worker's would wait for its TTL), compare-and-delete against the
+// value its last section on that resource took, and the companions of each lock:demo:* key that
+// no one holds any more (fence counters, wait queues and presence, levels, ended sets). A lock
+// held by another client stays, with its companions: another demo run's too, whose workers
+// have the same names. For servers the demo shares (--redis); the embedded ones go with the
+// process.
 func (c *Controller) RemoveKeys() error {
 	var errs []error
 	for i, addr := range c.cfg.Servers.Addrs {
@@ -34,31 +36,14 @@ func (c *Controller) RemoveKeys() error {
 }
 
 func (c *Controller) removeKeysOn(i int) error {
-	return c.eachResourceOn(i, func(ctx context.Context, cl redis.UniversalClient, key, held string) error {
-		companions := protocol.CompanionKeys(key)
-		return cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), held).Err()
-	})
-}
-
-// eachResourceOn calls act, on instance i, with each resource's lock key and the value a demo
-// worker holds it with ("" when none does: the key is free or another client's), as just read;
-// act deletes by compare-and-delete against it. The errors are joined.
-func (c *Controller) eachResourceOn(i int, act func(ctx context.Context, cl redis.UniversalClient, key, held string) error) error {
 	cl := c.cfg.Servers.Dial(i)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var errs []error
 	for _, key := range c.resources {
-		held, err := cl.Get(ctx, key).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			errs = append(errs, err)
-			continue
-		}
-		if !isDemoWorkerValue(held) {
-			held = ""
-		}
-		if err := act(ctx, cl, key, held); err != nil {
+		companions := protocol.CompanionKeys(key)
+		if err := cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), c.checker.lastOwner(key)).Err(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,5 +1,6 @@
 -- Removes what a demo run left of one lock on one instance. KEYS[1] is the lock key, deleted
--- only if it still holds ARGV[1] (a demo worker's value; '' for none: compare-and-delete);
+-- only if it still holds ARGV[1] (the value this run's last section on it took; '' for none:
+-- compare-and-delete);
 -- KEYS[2..] are its companions (fence counter, wait queue and presence, levels, ended set),
 -- deleted only when no lock is left, so another client's lock keeps its fence and queue.
 -- Returns the number of keys deleted.

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -155,10 +156,26 @@ var wipeScript = redis.NewScript(wipeSource)
 // restart without persistence would have done to them. Each delete is compare-and-delete
 // against the value just read, and only values written by a demo worker are touched.
 func (c *Controller) wipeDemoLocks(i int) error {
-	return c.eachResourceOn(i, func(ctx context.Context, cl redis.UniversalClient, key, held string) error {
-		if held == "" {
-			return nil
+	cl := c.cfg.Servers.Dial(i)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, key := range c.resources {
+		val, err := cl.Get(ctx, key).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
 		}
-		return wipeScript.Run(ctx, cl, []string{key}, held).Err()
-	})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !isDemoWorkerValue(val) {
+			continue
+		}
+		if err := wipeScript.Run(ctx, cl, []string{key}, val).Err(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

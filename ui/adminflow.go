@@ -154,6 +154,13 @@ func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (s
 	case actions.ChangedHands:
 		text = "NOT " + verb + "d: " + key + " changed hands, now held by " + present.Holder(r.Current, nil, now)
 		bad = true
+	case actions.WouldShorten: // renewed since the dialog read it, or never expiring
+		left := "no expiry"
+		if r.TTLLeft >= 0 {
+			left = present.Duration(r.TTLLeft) + " left"
+		}
+		text = "NOT extended: " + key + " has " + left + ", more than " + present.Duration(r.TTL) + ": not shortened"
+		bad = true
 	case actions.AlreadyGone:
 		text = key + " was already gone: nothing to " + verb
 	case actions.NotALock:

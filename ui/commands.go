@@ -102,7 +102,7 @@ func releaseCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scan
 		defer cancel()
 		expect, err := expectedValue(ctx, admin, seen)
 		if err != nil {
-			return actionDoneMsg{id: id, action: actions.ActionRelease, key: seen.Key, seen: seen, err: err}
+			return stoppedActionMsg(ctx, admin, id, actions.Result{Action: actions.ActionRelease}, seen, err, reason)
 		}
 		res, err := admin.Release(ctx, seen.Key, expect, reason)
 		return actionDoneMsg{id: id, action: actions.ActionRelease, key: seen.Key, seen: seen, result: res, err: err}
@@ -117,7 +117,7 @@ func extendCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scann
 		defer cancel()
 		expect, err := expectedValue(ctx, admin, seen)
 		if err != nil {
-			return actionDoneMsg{id: id, action: actions.ActionExtend, key: seen.Key, seen: seen, err: err}
+			return stoppedActionMsg(ctx, admin, id, actions.Result{Action: actions.ActionExtend, TTL: ttl}, seen, err, reason)
 		}
 		extend := admin.Extend
 		if shorten {
@@ -126,6 +126,15 @@ func extendCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scann
 		res, err := extend(ctx, seen.Key, expect, ttl, reason)
 		return actionDoneMsg{id: id, action: actions.ActionExtend, key: seen.Key, seen: seen, result: res, err: err}
 	}
+}
+
+// stoppedActionMsg is the result of an attempt (Action and TTL) on seen that stopped before its
+// script because its exact value could not be found (err): recorded in the audit trail as
+// failed, as the CLI records an attempt whose read fails.
+func stoppedActionMsg(ctx context.Context, admin *actions.Admin, id uint64, attempt actions.Result, seen *scanner.Lock, err error, reason string) actionDoneMsg {
+	attempt.Key, attempt.Seen, attempt.Outcome = seen.Key, seen.Value, actions.Failed
+	recorded := actions.Result{AuditErr: admin.RecordStopped(ctx, attempt, err, reason)}
+	return actionDoneMsg{id: id, action: attempt.Action, key: seen.Key, seen: seen, result: recorded, err: err}
 }
 
 // recordDeclinedCmd writes the audit record of a dialog answered No about seen (attempt's

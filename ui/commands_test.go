@@ -71,8 +71,44 @@ func TestExtendCmdShortensOnlyWhenConfirmed(t *testing.T) {
 	if msg.result.Outcome != actions.WouldShorten || rdb.PTTL(ctx, "lock:long").Val() < 59*time.Minute {
 		t.Fatalf("unconfirmed: outcome %q (err %v), TTL %v: want would_shorten and the hour kept", msg.result.Outcome, msg.err, rdb.PTTL(ctx, "lock:long").Val())
 	}
+	// Said in words: the lock may have been renewed since the dialog opened.
+	if text, bad := resultText(msg, time.Now(), func(s string) string { return s }); !bad ||
+		!strings.HasPrefix(text, "NOT extended: lock:long has 59m") || !strings.Contains(text, "more than 30s") {
+		t.Errorf("the notice of a refused shortening: %q", text)
+	}
 	msg = extendCmd(ctx, admin, 2, &seen, 30*time.Second, true, "test")().(actionDoneMsg)
 	if ttl := rdb.PTTL(ctx, "lock:long").Val(); msg.result.Outcome != actions.Extended || ttl > 30*time.Second {
 		t.Fatalf("confirmed: outcome %q (err %v), TTL %v: want extended to 30s", msg.result.Outcome, msg.err, ttl)
+	}
+}
+
+// An action that stops before its script, because the value the operator saw cannot be
+// compared exactly, is in the audit trail too (failed, with why), as the CLI records it.
+func TestActionCmdThatCannotCompareIsAudited(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, "lock:ambiguous", "a=b", "c", "a", "b=c").Err(); err != nil { // both read "a=b=c"
+		t.Fatal(err)
+	}
+	target := connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
+	seen, err := scanner.New(target, scanner.Options{}).Get(ctx, "lock:ambiguous")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := actions.New(target, actions.Options{Operator: "test"})
+	release := releaseCmd(ctx, admin, 1, &seen, "INC-9")().(actionDoneMsg)
+	extend := extendCmd(ctx, admin, 2, &seen, time.Minute, false, "INC-9")().(actionDoneMsg)
+	if release.err == nil || extend.err == nil || rdb.Exists(ctx, "lock:ambiguous").Val() != 1 {
+		t.Fatalf("an inexact value was acted on: %v, %v", release.err, extend.err)
+	}
+	recs, err := admin.Audit(ctx, 10)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d audit records (%v), want 2", len(recs), err)
+	}
+	for _, r := range recs {
+		if r.Result != actions.Failed || r.Key != "lock:ambiguous" || r.Reason != "INC-9" || !strings.Contains(r.Error, "ambiguous") {
+			t.Errorf("record %+v", r)
+		}
 	}
 }

@@ -54,8 +54,8 @@ type confirmDialog struct {
 	inputs []textinput.Model
 	focus  int  // the input typed into; len(inputs) means the buttons
 	onYes  bool // the action button is the chosen one
-	// left is the TTL left when the dialog opened (extend: a shorter TTL asks again);
-	// shortenAsk is that second question, open.
+	// left is the TTL left (extend: a shorter TTL asks again), measured when the dialog opens
+	// and again when it is answered; shortenAsk is that second question, open.
 	left       time.Duration
 	shortenAsk bool
 	err        string
@@ -140,9 +140,15 @@ func (d confirmDialog) ttl() (time.Duration, bool) {
 	return v, err == nil && v >= time.Millisecond
 }
 
-// keyTyped says the typed key name matches (always true when none is asked for).
+// keyTyped says the typed key name matches (always true when none is asked for). It is typed
+// as the console shows it (present.Escape), the form every command takes back: a binary key's
+// bytes could not be typed at all.
 func (d confirmDialog) keyTyped() bool {
-	return !d.typed || d.inputs[0].Value() == d.lock.Key
+	if !d.typed {
+		return true
+	}
+	key, err := present.Unescape(d.inputs[0].Value())
+	return err == nil && key == d.lock.Key
 }
 
 // ready says the action button can be pressed.
@@ -177,6 +183,9 @@ func (d *confirmDialog) update(msg tea.KeyPressMsg, now time.Time, keys keyMap) 
 	case key.Matches(msg, keys.Cancel):
 		return dialogCancelled, nil
 	case key.Matches(msg, keys.Confirm):
+		if !d.lock.NoExpiry {
+			d.left = d.lock.RemainingAt(now)
+		}
 		return d.confirm()
 	case key.Matches(msg, keys.SwitchButton), d.onButtons() && key.Matches(msg, keys.ArrowButton):
 		d.onYes = !d.onYes

@@ -14,6 +14,7 @@ import (
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -264,7 +265,7 @@ func TestExtendShorteningAsksAgain(t *testing.T) {
 	if m.dialog == nil || !m.dialog.shortenAsk || m.actionSeq != 0 {
 		t.Fatal("a shorter TTL was not asked about again")
 	}
-	mustContain(t, screen(m), "shorten 25s to 5.0s? [y/N]")
+	mustContain(t, screen(m), "shorten 24s to 5.0s? [y/N]") // what is left when answered
 	typeKeys(m, "enter")
 	if m.dialog == nil || m.dialog.shortenAsk || m.actionSeq != 0 {
 		t.Fatal("enter (the default No) should go back to the dialog")
@@ -272,6 +273,22 @@ func TestExtendShorteningAsksAgain(t *testing.T) {
 	typeKeys(m, "enter", "y")
 	if m.dialog != nil || m.actionSeq != 1 {
 		t.Fatal("y did not shorten")
+	}
+}
+
+// TestExtendShortenQuestionUsesTheTimeLeftNow: what is shortened is measured when the dialog is
+// answered: a TTL above what is left by then lengthens the lock and needs no second question.
+func TestExtendShortenQuestionUsesTheTimeLeftNow(t *testing.T) {
+	m, clk := newTestModel(t, 120, 30)
+	selectKey(t, m, "lock:order:1001") // 25s left
+	typeKeys(m, "e")
+	clk.advance(21 * time.Second) // 4s left
+	for range len(m.dialog.inputs[0].Value()) {
+		typeKeys(m, "backspace")
+	}
+	typeKeys(m, "10s", "tab", "enter")
+	if m.dialog != nil || m.actionSeq != 1 {
+		t.Fatalf("10s on a lock with 4s left was asked about as a shortening:\n%s", screen(m))
 	}
 }
 
@@ -688,4 +705,32 @@ func TestScannerWarningsAreLoggedOnce(t *testing.T) {
 	s := screen(m)
 	mustContain(t, s, "⚠ 1")
 	mustContain(t, s, w)
+}
+
+// TestReleaseTypedKeyTakesThePrintedForm: a key is confirmed by typing it as the console
+// prints it (present.Escape), the form every command takes back: a binary key's bytes cannot
+// be typed, and a backslash shows doubled.
+func TestReleaseTypedKeyTakesThePrintedForm(t *testing.T) {
+	for _, key := range []string{"lock:bin:\xff", `lock:back\slash`} {
+		m, clk := newTestModel(t, 120, 30)
+		feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{{
+			Key: key, Format: scanner.FormatOpaque, Type: "string", TTL: time.Minute, FetchedAt: t0, Value: "v",
+		}}})
+		selectKey(t, m, key)
+		typeKeys(m, "d")
+		clk.advance(time.Second)
+		typeKeys(m, key, "tab") // tab: the Release button, which refuses a key name that differs
+		if typeKeys(m, "enter"); m.dialog == nil || m.actionSeq != 0 {
+			t.Fatalf("%q: the raw key name, not what the console shows, confirmed", key)
+		}
+		for range len(key) {
+			typeKeys(m, "backspace")
+		}
+		printed := present.Escape(key)
+		mustContain(t, screen(m), printed)
+		typeKeys(m, printed)
+		if cmd := typeKeys(m, "enter"); m.dialog != nil || cmd == nil || m.actionSeq != 1 {
+			t.Fatalf("%q typed as shown (%s) did not confirm", key, printed)
+		}
+	}
 }
