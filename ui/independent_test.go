@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"regexp"
 	"testing"
 	"time"
 
@@ -68,5 +69,24 @@ func TestEventWaitersNotGuessedOnIndependentServers(t *testing.T) {
 		if n, ok := waitersOf(m.locks.get(lockID(addr, "lock:same", true)), m.waiters); ok {
 			t.Errorf("lock:same on %s shows %d waiters learnt from an event of either server", addr, n)
 		}
+	}
+}
+
+// TestReleaseDialogNamesTheServer: of independent servers the same key on two servers is two
+// locks, so the dialog that asks to release one names its server, not just the key.
+func TestReleaseDialogNamesTheServer(t *testing.T) {
+	target := connect.Target{Mode: connect.Independent, Addrs: []string{"a:1", "b:1"}}
+	m, _ := newTestModel(t, 120, 40, func(o *Options) { o.Target = target })
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{
+		{Key: "lock:same", Addr: "a:1", Value: "va", TTL: 3 * time.Second, FetchedAt: t0},
+		{Key: "lock:same", Addr: "b:1", Value: "vb", TTL: 3 * time.Second, FetchedAt: t0},
+	}})
+	selectKey(t, m, lockID("b:1", "lock:same", true))
+	typeKeys(m, "d")
+	if m.dialog == nil {
+		t.Fatal("d opened no dialog")
+	}
+	if s := screen(m); !regexp.MustCompile(`server +b:1`).MatchString(s) {
+		t.Fatalf("the dialog does not name the lock's server b:1:\n%s", s)
 	}
 }
