@@ -171,4 +171,11 @@ func TestCLIIndependentActionWithAServerDown(t *testing.T) {
 		t.Fatalf("lock:here released although the other server could not be read")
 	}
 	expectExit(t, run("release", "lock:here", "--yes", "--server", a.Addr), exitOK)
+
+	// show: not on the server that answered is not "does not exist" without naming the other.
+	r := run("show", "lock:nowhere")
+	expectExit(t, r, exitGone)
+	if !strings.Contains(r.stderr, "does not exist on the servers that answered; could not read "+down) {
+		t.Errorf("show of a key on no server that answered: want the unread server named:\n%s", r)
+	}
 }

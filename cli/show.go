@@ -93,6 +93,8 @@ func runShow(ctx context.Context, opts *showOptions) error {
 	switch {
 	case shown == 0 && len(unread) == len(targets):
 		return describeError(t, readErr)
+	case shown == 0 && len(unread) > 0:
+		return withExit(exitGone, fmt.Errorf("%s does not exist on the servers that answered; could not read %s", key, strings.Join(unread, ", ")))
 	case shown == 0:
 		return withExit(exitGone, fmt.Errorf("%s does not exist", key))
 	case len(unread) > 0:
