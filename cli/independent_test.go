@@ -91,6 +91,17 @@ func TestCLIIndependentServers(t *testing.T) {
 	}
 	expectExit(t, run("release", "lock:only-b", "--independent", "--yes"), exitOK)
 	expectExit(t, run("release", "lock:only-b", "--independent", "--yes"), exitGone)
+
+	// A list under the key on one server does not hide the other server's lock.
+	if err := a.Client().RPush(ctx, "lock:mixed", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	setLock(t, b, "lock:mixed", "node-mixed", "-", time.Hour)
+	r = run("show", "lock:mixed", "--independent")
+	expectExit(t, r, exitOther)
+	if !strings.Contains(r.stdout, "node-mixed") || !strings.Contains(r.stderr, "not a lock") {
+		t.Errorf("show of a list on a and a lock on b: want b's lock shown and the list named:\n%s", r)
+	}
 }
 
 // containsLine reports whether a line of lines starts with want's words, where " +" stands
