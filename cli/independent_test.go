@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -90,6 +91,17 @@ func TestCLIIndependentServers(t *testing.T) {
 	}
 	expectExit(t, run("release", "lock:only-b", "--independent", "--yes"), exitOK)
 	expectExit(t, run("release", "lock:only-b", "--independent", "--yes"), exitGone)
+
+	// A list under the key on one server does not hide the other server's lock.
+	if err := a.Client().RPush(ctx, "lock:mixed", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	setLock(t, b, "lock:mixed", "node-mixed", "-", time.Hour)
+	r = run("show", "lock:mixed", "--independent")
+	expectExit(t, r, exitOther)
+	if !strings.Contains(r.stdout, "node-mixed") || !strings.Contains(r.stderr, "not a lock") {
+		t.Errorf("show of a list on a and a lock on b: want b's lock shown and the list named:\n%s", r)
+	}
 }
 
 // containsLine reports whether a line of lines starts with want's words, where " +" stands
@@ -142,4 +154,39 @@ func TestTUIIndependentServers(t *testing.T) {
 		return rowA.MatchString(scr) && !rowB.MatchString(scr) && strings.Contains(scr, "1 lock")
 	})
 	s.quit()
+}
+
+// TestCLIIndependentActionWithAServerDown: of independent servers, one does not answer. A
+// release or extend without --server cannot know whether the key is (also) on it, so it is
+// refused rather than aimed at the one server that answered, or told "already gone" (exit 5)
+// about a lock the other may hold; --server still acts on the server named.
+func TestCLIIndependentActionWithAServerDown(t *testing.T) {
+	a := redistest.Start(t)
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := fmt.Sprintf("127.0.0.1:%d", port)
+	setLock(t, a, "lock:here", "node-a", "-", time.Hour)
+	urls := []string{"--independent", "--redis", redisURL(a.Addr), "--redis", redisURL(down)}
+	run := func(args ...string) cliRun { return runCLI(t, cliOpts{}, append(args, urls...)...) }
+
+	for _, key := range []string{"lock:here", "lock:nowhere"} {
+		r := run("release", key, "--yes")
+		expectExit(t, r, exitUnreachable)
+		if !strings.Contains(r.stderr, down) || !strings.Contains(r.stderr, "--server") {
+			t.Errorf("release %s with %s down: want a refusal naming it and --server:\n%s", key, down, r)
+		}
+	}
+	if n := a.Client().Exists(context.Background(), "lock:here").Val(); n != 1 {
+		t.Fatalf("lock:here released although the other server could not be read")
+	}
+	expectExit(t, run("release", "lock:here", "--yes", "--server", a.Addr), exitOK)
+
+	// show: not on the server that answered is not "does not exist" without naming the other.
+	r := run("show", "lock:nowhere")
+	expectExit(t, r, exitGone)
+	if !strings.Contains(r.stderr, "does not exist on the servers that answered; could not read "+down) {
+		t.Errorf("show of a key on no server that answered: want the unread server named:\n%s", r)
+	}
 }

@@ -94,7 +94,11 @@ func runLs(ctx context.Context, opts *lsOptions) error {
 		if os.Getenv("GOGC") == "" {
 			defer debug.SetGCPercent(debug.SetGCPercent(rankedGCPercent))
 		}
-		sink = &jsonRanked{out: out, ranking: present.NewRanking[recordRef](by, false, opts.Limit), records: newLockRecords(), clocks: sc.Clocks(ctx)}
+		ranking := present.NewRanking[recordRef](by, false, opts.Limit)
+		if t.Mode == connect.Independent {
+			ranking.ByServer() // the same key on two servers: always in the same order
+		}
+		sink = &jsonRanked{out: out, ranking: ranking, records: newLockRecords(), clocks: sc.Clocks(ctx)}
 	case order == scanOrder:
 		sink = newTableStream(out, tableSettings{opts.Limit, opts.Conn.StuckAfter, sc.Clocks(ctx), t.Mode == connect.Independent})
 	default:

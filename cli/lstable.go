@@ -237,7 +237,11 @@ type tableRanked struct {
 }
 
 func newTableRanked(out *bufio.Writer, by present.Sort, set tableSettings) *tableRanked {
-	return &tableRanked{out: out, set: set, ranking: present.NewRanking[tableRow](by, false, set.limit), widths: newColumnWidths(set)}
+	ranking := present.NewRanking[tableRow](by, false, set.limit)
+	if set.servers {
+		ranking.ByServer() // the same key on two servers: always in the same order
+	}
+	return &tableRanked{out: out, set: set, ranking: ranking, widths: newColumnWidths(set)}
 }
 
 func (s *tableRanked) add(locks []scanner.Lock) error {

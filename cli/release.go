@@ -132,7 +132,8 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 }
 
 // actionTarget is where the action runs: the target, or of independent servers the one that
-// holds the key (--server when several do: an action is aimed at one lock).
+// holds the key (--server when several do, or when one cannot be read: an action is aimed at
+// one lock).
 func actionTarget(ctx context.Context, t connect.Target, opts *actionOptions) (connect.Target, error) {
 	targets, err := serverTargets(t, opts.Server)
 	switch {
@@ -141,25 +142,30 @@ func actionTarget(ctx context.Context, t connect.Target, opts *actionOptions) (c
 	case len(targets) == 1:
 		return targets[0], nil
 	}
+	key := present.Escape(opts.Key)
 	h, err := opts.Conn.admin(t).Peek(ctx, opts.Key)
 	if err != nil {
 		return connect.Target{}, describeError(t, err)
 	}
 	var holding []string
 	for _, in := range h.Instances {
+		if in.Err != nil { // the key may be on it too: aiming at the others could hit the wrong lock
+			return connect.Target{}, describeError(t, fmt.Errorf("could not read %s on %s, which may hold it too: "+
+				"pick the server with --%s ADDR: %w", key, in.Addr, flagServer, in.Err))
+		}
 		if in.Exists {
 			holding = append(holding, in.Addr)
 		}
 	}
 	switch len(holding) {
 	case 0:
-		return connect.Target{}, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", opts.Key, opts.Action))
+		return connect.Target{}, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action))
 	case 1:
 		one, _ := t.On(holding[0])
 		return one, nil
 	}
 	return connect.Target{}, withExit(exitUsage, fmt.Errorf("%s exists on %d servers (%s): pick one with --%s ADDR",
-		opts.Key, len(holding), strings.Join(holding, ", "), flagServer))
+		key, len(holding), strings.Join(holding, ", "), flagServer))
 }
 
 // readAndConfirm reads the key's current value, shows it on stderr and asks the operator to

@@ -62,7 +62,7 @@ func runShow(ctx context.Context, opts *showOptions) error {
 	// Independent servers: the key is a lock of its own on each server that has it, and each
 	// is shown (one block, or one JSON line, each).
 	var unread []string
-	var readErr error
+	var readErr, notALock error
 	shown := 0
 	for _, one := range targets {
 		sc := opts.Conn.scanner(one)
@@ -86,19 +86,25 @@ func runShow(ctx context.Context, opts *showOptions) error {
 			}
 		}
 		shown++
-		if err := showOne(ctx, opts, sc, &l, down); err != nil {
+		switch err := showOne(ctx, opts, sc, &l, down); {
+		case err == nil:
+		case l.Format == scanner.FormatNotALock && len(targets) > 1:
+			notALock = err // the other servers' locks under the key are still shown
+		default:
 			return err
 		}
 	}
 	switch {
 	case shown == 0 && len(unread) == len(targets):
 		return describeError(t, readErr)
+	case shown == 0 && len(unread) > 0:
+		return withExit(exitGone, fmt.Errorf("%s does not exist on the servers that answered; could not read %s", key, strings.Join(unread, ", ")))
 	case shown == 0:
 		return withExit(exitGone, fmt.Errorf("%s does not exist", key))
 	case len(unread) > 0:
 		return withExit(exitPartial, fmt.Errorf("partial: could not read %s", strings.Join(unread, ", ")))
 	}
-	return nil
+	return notALock
 }
 
 // showOne writes l, read by sc, as a table or one JSON line; down names the instances of a

@@ -12,8 +12,9 @@ import (
 )
 
 // Sort is an order of the lock table, shared by `ls --sort` and the TUI's T A K H keys.
-// Every order ends with the key, so it is total: the same locks always come out the same
-// way. A reversed order is the exact reverse, ties and unknowns included.
+// Every order ends with the key (then, of independent servers, the server: Ranking.ByServer),
+// so it is total: the same locks always come out the same way. A reversed order is the exact
+// reverse, ties and unknowns included.
 type Sort int
 
 const (
@@ -158,6 +159,8 @@ type Ranking[T any] struct {
 	best   []ranked[T]   // with a limit: a heap, the worst row kept at the top (best[0])
 	runs   [][]ranked[T] // without: sorted runs of runLen rows, but the last, still filling
 	shared string        // a prefix of every key added: the rows' heads are their bytes past it
+	// byServer: ties of one key are broken by server (ByServer).
+	byServer bool
 }
 
 // maxShared bounds the shared prefix: each time it shrinks every row's head is computed anew.
@@ -177,6 +180,14 @@ func NewRanking[T any](s Sort, desc bool, limit int) *Ranking[T] {
 	return &Ranking[T]{by: s, desc: desc, limit: max(limit, 0)}
 }
 
+// ByServer breaks the ties of one key by the server it was read on, last: of independent
+// servers, where the same key on two servers is two locks, they then come out the same way
+// every time. Call it before Add.
+func (r *Ranking[T]) ByServer() *Ranking[T] {
+	r.byServer = true
+	return r
+}
+
 func (r *Ranking[T]) compare(a, b sortKey) int {
 	if r.desc {
 		return b.compare(a)
@@ -191,6 +202,12 @@ func (r *Ranking[T]) sort(rows []ranked[T]) {
 // Add ranks row, the row of l (l itself is not kept).
 func (r *Ranking[T]) Add(l *scanner.Lock, row T) {
 	key := keyOf(l, r.by)
+	if r.byServer {
+		// The key then the server, in the key's field: a NUL sorts before every other byte
+		// (only keys holding one may sort apart from their order by key alone), and rows of
+		// other orders pay nothing for it.
+		key.key = l.Key + "\x00" + l.Addr
+	}
 	r.share(key.key)
 	key.head = keyHead(key.key, len(r.shared))
 	if r.limit == 0 {

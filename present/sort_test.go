@@ -103,3 +103,43 @@ func TestRankingKeysWithoutTheSharedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestRankingByServerBreaksTiesOfOneKey: of independent servers the same key on two servers is
+// two locks; ByServer orders them by server after everything else (the reverse order exactly
+// reversed), whatever order they come in and with or without a limit, so that ls and the
+// console list them the same way every time.
+func TestRankingByServerBreaksTiesOfOneKey(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var locks []*scanner.Lock
+	for _, key := range []string{"lock:b", "lock:a"} {
+		for _, addr := range []string{"10.0.0.3:6379", "10.0.0.1:6379", "10.0.0.2:6379"} {
+			locks = append(locks, &scanner.Lock{Key: key, Addr: addr, Node: "api", FetchedAt: now, TTL: time.Minute})
+		}
+	}
+	want := []string{"lock:a@10.0.0.1:6379", "lock:a@10.0.0.2:6379", "lock:a@10.0.0.3:6379",
+		"lock:b@10.0.0.1:6379", "lock:b@10.0.0.2:6379", "lock:b@10.0.0.3:6379"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, s := range sorts {
+		for _, desc := range []bool{false, true} {
+			for _, limit := range []int{0, 4} {
+				for range 20 {
+					rng.Shuffle(len(locks), func(i, j int) { locks[i], locks[j] = locks[j], locks[i] })
+					r := NewRanking[string](s, desc, limit).ByServer()
+					for _, l := range locks {
+						r.Add(l, l.Key+"@"+l.Addr)
+					}
+					exp := slices.Clone(want)
+					if desc {
+						slices.Reverse(exp)
+					}
+					if limit > 0 {
+						exp = exp[:limit]
+					}
+					if got := slices.Collect(r.Sorted()); !slices.Equal(got, exp) {
+						t.Fatalf("%s desc %v limit %d: %v, want %v", s, desc, limit, got, exp)
+					}
+				}
+			}
+		}
+	}
+}

@@ -33,6 +33,7 @@ func (m *Model) openDialog(kind dialogKind) {
 	} else {
 		d = newExtendDialog(l, m.clock(), m.locks.span(l), m.st)
 	}
+	d.onServer = m.locks.byServer
 	m.dialog = &d
 }
 

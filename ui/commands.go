@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/locklib/protocol"
-	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -67,7 +66,7 @@ func tick() tea.Cmd {
 // generation like any stale build's.
 func buildViewCmd(snap []*lockRow, q viewQuery, gen uint64, latest *atomic.Uint64, vb viewBuild, selKey string) tea.Cmd {
 	return func() tea.Msg {
-		rank := present.NewRanking[string](q.sort, q.desc, 0)
+		rank := newRanking[string](q, false, 0, vb)
 		matched, counts := rankRows(snap, q, vb, outdated(gen, latest), rowIDs(vb.byServer), rank)
 		snap = nil // passes may replace these rows while the keys are sorted: let them go
 		idx := viewIndex{rows: rankedKeys(rank, matched), counts: counts}

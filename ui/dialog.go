@@ -59,6 +59,9 @@ type confirmDialog struct {
 	left       time.Duration
 	shortenAsk bool
 	err        string
+	// onServer: of independent servers, where the key alone does not say which lock it is,
+	// the dialog names the lock's server.
+	onServer bool
 }
 
 func newReleaseDialog(l *scanner.Lock, now time.Time, st styles) confirmDialog {
@@ -265,11 +268,16 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 		st.dialogTitle.Render(title),
 		"",
 		field("key", l.Key),
+	}
+	if d.onServer {
+		lines = append(lines, field("server", l.Addr))
+	}
+	lines = append(lines,
 		field("holder", present.Holder(l.Value, l, now)),
 		safeField("value", present.Value(l, inner-8)),
 		field("ttl", ttl),
 		"",
-	}
+	)
 	switch {
 	case d.kind == dialogRelease && d.typed:
 		lines = append(lines,

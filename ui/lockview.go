@@ -101,9 +101,19 @@ type viewBuild struct {
 	byServer   bool
 }
 
+// newRanking ranks rows in q's order (reversed when reverse), keeping the first limit (0:
+// all); of independent servers (vb.byServer) the same key's rows are ordered by server.
+func newRanking[T any](q viewQuery, reverse bool, limit int, vb viewBuild) *present.Ranking[T] {
+	r := present.NewRanking[T](q.sort, q.desc != reverse, limit)
+	if vb.byServer {
+		r.ByServer()
+	}
+	return r
+}
+
 // buildView filters and sorts a snapshot. It is a pure function: it runs inside a command.
 func buildView(all []*lockRow, q viewQuery, vb viewBuild) viewIndex {
-	rank := present.NewRanking[string](q.sort, q.desc, 0)
+	rank := newRanking[string](q, false, 0, vb)
 	matched, counts := rankRows(all, q, vb, nil, rowIDs(vb.byServer), rank)
 	return viewIndex{rows: rankedKeys(rank, matched), counts: counts}
 }
@@ -112,7 +122,7 @@ func sameRow(r *lockRow) *lockRow { return r }
 
 // buildPartialView is the first and the last limit rows of the view buildView makes, from one
 // pass without a sort of the rest: the last ones are the first of the reverse order (the
-// order is total: ties are broken by key). The pass is split across the cores: each part
+// order is total: ties are broken by key, and server). The pass is split across the cores: each part
 // keeps its own first and last rows, and the view's are the first and last of those.
 func buildPartialView(all []*lockRow, q viewQuery, vb viewBuild, outdated func() bool, limit int) viewIndex {
 	rowID := rowIDs(vb.byServer)
@@ -125,15 +135,15 @@ func buildPartialView(all []*lockRow, q viewQuery, vb viewBuild, outdated func()
 	var wg sync.WaitGroup
 	for i := range parts {
 		p := &parts[i]
-		p.head = present.NewRanking[*lockRow](q.sort, q.desc, limit)
-		p.tail = present.NewRanking[*lockRow](q.sort, !q.desc, limit)
+		p.head = newRanking[*lockRow](q, false, limit, vb)
+		p.tail = newRanking[*lockRow](q, true, limit, vb)
 		wg.Go(func() {
 			p.matched, p.counts = rankRows(all[i*len(all)/len(parts):(i+1)*len(all)/len(parts)], q, vb, outdated, sameRow, p.head, p.tail)
 		})
 	}
 	wg.Wait()
-	head := present.NewRanking[string](q.sort, q.desc, limit)
-	tail := present.NewRanking[string](q.sort, !q.desc, limit)
+	head := newRanking[string](q, false, limit, vb)
+	tail := newRanking[string](q, true, limit, vb)
 	var v viewIndex
 	matched := 0
 	var l scanner.Lock

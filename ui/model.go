@@ -322,10 +322,12 @@ func (m *Model) markLive() {
 	m.status.conn, m.status.connErr, m.status.attempt, m.status.retryIn = connLive, "", 0, 0
 }
 
-// onEvent logs a locklib event and learns waiter counts from it.
+// onEvent logs a locklib event and learns waiter counts from it (not of independent servers:
+// an event does not say which server's lock of its key it is about).
 func (m *Model) onEvent(ev protocol.Event) {
 	m.events.add(entryFromEvent(ev))
 	switch {
+	case m.locks.byServer:
 	case ev.Waiters > 0:
 		m.waiters[ev.Key] = int(ev.Waiters)
 	case ev.Type == string(locklib.EventReleased) || ev.Type == string(locklib.EventLost):
