@@ -17,8 +17,9 @@ import (
 const flagContext = "context"
 
 // contextEnv is the environment the commands read: the process's, with the password of the
-// --context connection as $LOCKSCOPE_PASSWORD once apply has fetched it, so that it reaches
-// connect.Config.Password (and its redaction) like any password of the environment.
+// --context connection ("" when it names none) as $LOCKSCOPE_PASSWORD once apply has fetched
+// it, so that it reaches connect.Config.Password (and its redaction) like any password of the
+// environment.
 type contextEnv struct {
 	base     func(string) string
 	password string
@@ -83,9 +84,8 @@ func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	if pw != "" {
-		e.password, e.fetched = pw, true
-	}
+	// Also when the context names no password: $LOCKSCOPE_PASSWORD is not sent to its servers.
+	e.password, e.fetched = pw, true
 	return nil
 }
 

@@ -95,3 +95,16 @@ func TestContextConnectsEveryCommand(t *testing.T) {
 		t.Errorf("a clear password is not refused in one line:\n%s", r)
 	}
 }
+
+// A context that names no password source connects without a password: $LOCKSCOPE_PASSWORD,
+// meant for whatever --redis says, is not sent to the context's server.
+func TestContextDoesNotTakeTheEnvironmentsPassword(t *testing.T) {
+	const secret = "env-pw"
+	srv := redistest.Start(t, redistest.WithArgs("--requirepass", secret))
+	env := []string{writeConfig(t, "contexts:\n  nopw:\n    redis: [redis://"+srv.Addr+"]\n"), "LOCKSCOPE_PASSWORD=" + secret}
+	r := runCLI(t, cliOpts{env: env}, "ls", "--context", "nopw")
+	expectExit(t, r, exitAuth)
+	// Opting in is one line: password_env names the variable.
+	env[0] = writeConfig(t, "contexts:\n  envpw:\n    redis: [redis://"+srv.Addr+"]\n    password_env: LOCKSCOPE_PASSWORD\n")
+	expectExit(t, runCLI(t, cliOpts{env: env}, "ls", "--context", "envpw"), exitOK)
+}
