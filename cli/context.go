@@ -24,6 +24,9 @@ type contextEnv struct {
 	base     func(string) string
 	password string
 	fetched  bool
+	// readOnlyFromContext: read-only comes from the context, not from --read-only (the
+	// console's `:context` does not carry it to another context).
+	readOnlyFromContext bool
 }
 
 func (e *contextEnv) getenv(name string) string {
@@ -71,7 +74,8 @@ func (e *contextEnv) apply(cmd *cobra.Command, _ []string) error {
 	if c.Pattern != "" {
 		set(flagPattern, c.Pattern)
 	}
-	if c.ReadOnly {
+	if c.ReadOnly && !f.Changed(flagReadOnly) {
+		e.readOnlyFromContext = true
 		set(flagReadOnly, "true")
 	}
 	if c.TLSCA != "" {
@@ -167,9 +171,9 @@ func contextConnection(ctx context.Context, name string, getenv func(string) str
 
 // consoleSwitch is the console's `:context NAME` and `:pattern GLOB`: a new connection as
 // `--context NAME` gives it (or the current one's settings under another pattern), keeping
-// the console's own --read-only (a context may add it, never remove it), --stuck-after and
-// --operator.
-func consoleSwitch(first connection, firstLabel string, getenv func(string) string, scanBudget float64) ui.SwitchFunc {
+// the console's own --read-only (readOnly: given on the command line; a context may add
+// read-only, never remove it), --stuck-after and --operator.
+func consoleSwitch(first connection, firstLabel string, getenv func(string) string, scanBudget float64, readOnly bool) ui.SwitchFunc {
 	var mu sync.Mutex
 	cur, curName := first, firstLabel
 	return func(ctx context.Context, name, pattern string) (ui.Session, error) {
@@ -181,7 +185,7 @@ func consoleSwitch(first connection, firstLabel string, getenv func(string) stri
 			if err != nil {
 				return ui.Session{}, err
 			}
-			c.ReadOnly = c.ReadOnly || first.ReadOnly
+			c.ReadOnly = c.ReadOnly || readOnly
 			c.StuckAfter, c.Operator = first.StuckAfter, first.Operator
 			conn, label = c, "context "+name
 		}
