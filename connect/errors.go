@@ -71,7 +71,7 @@ func (t Target) classifyAt(err error, addr string) error {
 		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("no Redis server%s: something answered, but not in Redis' protocol "+
 			"(an HTTP server?): check the host and port in --redis (%s)", at, msg)
 	case isUnreachable(err):
-		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("cannot reach Redis%s: %s%s", at, msg, t.plainEOFHint(err))
+		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("cannot reach Redis%s: %s%s", at, msg, t.tlsHint(err))
 	default:
 		e.msg = msg
 	}
@@ -83,13 +83,17 @@ func isNotRedis(msg string) bool {
 	return strings.Contains(msg, "invalid reply") || strings.Contains(msg, "HTTP/")
 }
 
-// plainEOFHint explains a connection closed without a word: what a TLS-only port does to a
-// plain connection.
-func (t Target) plainEOFHint(err error) string {
-	if t.tls || !errors.Is(err, io.EOF) {
-		return ""
+// tlsHint explains what a TLS mismatch looks like: a TLS-only port closes a plain connection
+// without a word; a plain server waits for a command line in a TLS handshake (no answer) or
+// answers it in clear.
+func (t Target) tlsHint(err error) string {
+	switch {
+	case !t.tls && errors.Is(err, io.EOF):
+		return " (the server closed the connection: if it wants TLS, use a rediss:// URL)"
+	case t.tls && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "first record does not look like a TLS handshake")):
+		return " (no TLS handshake: if the server does not use TLS, use a redis:// URL)"
 	}
-	return " (the server closed the connection: if it wants TLS, use a rediss:// URL)"
+	return ""
 }
 
 func isAuthFailure(err error, msg string) bool {
