@@ -116,7 +116,9 @@ func TestConsoleSwitchKeepsOnlyTheFlagsReadOnly(t *testing.T) {
 	srv := redistest.Start(t)
 	xdg := writeConfig(t, "contexts:\n  ro:\n    redis: [redis://"+srv.Addr+"]\n    read_only: true\n"+
 		"  rw:\n    redis: [redis://"+srv.Addr+"]\n")
-	getenv := func(k string) string { return map[string]string{"XDG_CONFIG_HOME": strings.TrimPrefix(xdg, "XDG_CONFIG_HOME=")}[k] }
+	getenv := func(k string) string {
+		return map[string]string{"XDG_CONFIG_HOME": strings.TrimPrefix(xdg, "XDG_CONFIG_HOME=")}[k]
+	}
 	ctx := context.Background()
 	for _, c := range []struct {
 		args         []string
