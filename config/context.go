@@ -110,9 +110,19 @@ func Load(getenv func(string) string) (*File, error) {
 		if err := c.check(); err != nil {
 			return nil, fmt.Errorf("%s: context %s: %w", path, name, err)
 		}
+		if c.PasswordCmd != "" && worldWritable(path) {
+			return nil, fmt.Errorf("%s: context %s: every user may write this file, and lockscope would run its password_cmd: chmod o-w %s", path, name, path)
+		}
 		f.Contexts[name] = c
 	}
 	return f, nil
+}
+
+// worldWritable reports whether every user may change the file at path. The file holds no
+// password, so reading it is harmless; writing it is not when lockscope runs a command it names.
+func worldWritable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().Perm()&0o002 != 0
 }
 
 // check refuses a context that stores a password or does not say where to connect.

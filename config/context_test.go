@@ -79,3 +79,29 @@ func TestPasswordCmdTimeoutWithChild(t *testing.T) {
 		t.Errorf("err %v, want a timeout", err)
 	}
 }
+
+// A config file anyone may write is refused when it holds a password_cmd: anyone could make
+// lockscope run their command as its user.
+func TestLoadRefusesAWorldWritablePasswordCmd(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	getenv := func(k string) string { return map[string]string{EnvConfig: path}[k] }
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"contexts:\n  a:\n    redis: [redis://h:1]\n    password_cmd: echo pw\n", false},
+		{"contexts:\n  a:\n    redis: [redis://h:1]\n    password_env: PW\n", true},
+	} {
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(getenv)
+		if ok := err == nil; ok != c.ok || !ok && !strings.Contains(err.Error(), "chmod o-w") {
+			t.Errorf("%q, mode 0666: %v", c.yaml, err)
+		}
+	}
+}
