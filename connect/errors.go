@@ -64,6 +64,9 @@ func (t Target) classifyAt(err error, addr string) error {
 		e.Kind, e.msg = ErrPermission, fmt.Sprintf("missing ACL permission%s: the Redis user %s (%s)", at, deniedPermission(err, msg), msg)
 	case strings.Contains(msg, "cluster support disabled"):
 		e.Kind, e.msg = ErrBadConfig, fmt.Sprintf("--cluster, but the server%s is not a cluster node (%s): drop --cluster", at, msg)
+	case strings.Contains(msg, "cluster has no nodes"):
+		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("no node of the cluster%s serves a slot: is the cluster set up "+
+			"(CLUSTER SLOTS is empty until slots are assigned, e.g. by redis-cli --cluster create)? (%s)", at, msg)
 	case strings.Contains(msg, "DB index is out of range"):
 		e.Kind, e.msg = ErrBadConfig, fmt.Sprintf("the database number in --redis does not exist%s (%s): "+
 			"the server has as many as its `databases` setting (16 by default, numbered from 0)", at, msg)

@@ -27,6 +27,7 @@ func TestClassifyKinds(t *testing.T) {
 		{errors.New("dial tcp h:1: connect: connection refused (pw hunter2)"), ErrUnreachable, "cannot reach Redis at h:1"},
 		{fmt.Errorf("every server is down: %w", ErrUnreachable), ErrUnreachable, "cannot reach Redis at h:1"},
 		{errors.New("ERR This instance has cluster support disabled"), ErrBadConfig, "drop --cluster"},
+		{errors.New("redis: cluster has no nodes"), ErrUnreachable, "no node of the cluster at h:1 serves a slot"},
 		{errors.New("ERR DB index is out of range"), ErrBadConfig, "`databases` setting"},
 		{errors.New(`redis: invalid reply: "HTTP/1.1 400 Bad Request"`), ErrUnreachable, "not in Redis' protocol"},
 		{fmt.Errorf("read: %w", io.EOF), ErrUnreachable, "use a rediss:// URL"},
