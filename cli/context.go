@@ -18,12 +18,16 @@ import (
 const flagContext = "context"
 
 // contextEnv is the environment the commands read: the process's, with the password of the
-// --context connection as $LOCKSCOPE_PASSWORD once apply has fetched it, so that it reaches
-// connect.Config.Password (and its redaction) like any password of the environment.
+// --context connection ("" when it names none) as $LOCKSCOPE_PASSWORD once apply has fetched
+// it, so that it reaches connect.Config.Password (and its redaction) like any password of the
+// environment.
 type contextEnv struct {
 	base     func(string) string
 	password string
 	fetched  bool
+	// readOnlyFromContext: read-only comes from the context, not from --read-only (the
+	// console's `:context` does not carry it to another context).
+	readOnlyFromContext bool
 }
 
 func (e *contextEnv) getenv(name string) string {
@@ -78,7 +82,8 @@ func (e *contextEnv) apply(cmd *cobra.Command) error {
 	if c.Pattern != "" {
 		set(flagPattern, c.Pattern)
 	}
-	if c.ReadOnly {
+	if c.ReadOnly && !f.Changed(flagReadOnly) {
+		e.readOnlyFromContext = true
 		set(flagReadOnly, "true")
 	}
 	if c.TLSCA != "" {
@@ -91,9 +96,8 @@ func (e *contextEnv) apply(cmd *cobra.Command) error {
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	if pw != "" {
-		e.password, e.fetched = pw, true
-	}
+	// Also when the context names no password: $LOCKSCOPE_PASSWORD is not sent to its servers.
+	e.password, e.fetched = pw, true
 	return nil
 }
 
@@ -178,9 +182,9 @@ func contextConnection(ctx context.Context, name string, getenv func(string) str
 
 // consoleSwitch is the console's `:context NAME` and `:pattern GLOB`: a new connection as
 // `--context NAME` gives it (or the current one's settings under another pattern), keeping
-// the console's own --read-only (a context may add it, never remove it), --stuck-after and
-// --operator.
-func consoleSwitch(first connection, firstLabel string, getenv func(string) string, scanBudget float64) ui.SwitchFunc {
+// the console's own --read-only (readOnly: given on the command line; a context may add
+// read-only, never remove it), --stuck-after and --operator.
+func consoleSwitch(first connection, firstLabel string, getenv func(string) string, scanBudget float64, readOnly bool) ui.SwitchFunc {
 	var mu sync.Mutex
 	cur, curName := first, firstLabel
 	return func(ctx context.Context, name, pattern string) (ui.Session, error) {
@@ -192,7 +196,7 @@ func consoleSwitch(first connection, firstLabel string, getenv func(string) stri
 			if err != nil {
 				return ui.Session{}, err
 			}
-			c.ReadOnly = c.ReadOnly || first.ReadOnly
+			c.ReadOnly = c.ReadOnly || readOnly
 			c.StuckAfter, c.Operator = first.StuckAfter, first.Operator
 			conn, label = c, "context "+name
 		}

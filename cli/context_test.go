@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/lockscope/lockscope/internal/redistest"
 )
@@ -93,5 +94,63 @@ func TestContextConnectsEveryCommand(t *testing.T) {
 	expectExit(t, r, exitUsage)
 	if !strings.Contains(r.stderr, "a password in clear is refused") || strings.Contains(r.stderr, secret) || strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("a clear password is not refused in one line:\n%s", r)
+	}
+}
+
+// A context that names no password source connects without a password: $LOCKSCOPE_PASSWORD,
+// meant for whatever --redis says, is not sent to the context's server.
+func TestContextDoesNotTakeTheEnvironmentsPassword(t *testing.T) {
+	const secret = "env-pw"
+	srv := redistest.Start(t, redistest.WithArgs("--requirepass", secret))
+	env := []string{writeConfig(t, "contexts:\n  nopw:\n    redis: [redis://"+srv.Addr+"]\n"), "LOCKSCOPE_PASSWORD=" + secret}
+	r := runCLI(t, cliOpts{env: env}, "ls", "--context", "nopw")
+	expectExit(t, r, exitAuth)
+	// Opting in is one line: password_env names the variable.
+	env[0] = writeConfig(t, "contexts:\n  envpw:\n    redis: [redis://"+srv.Addr+"]\n    password_env: LOCKSCOPE_PASSWORD\n")
+	expectExit(t, runCLI(t, cliOpts{env: env}, "ls", "--context", "envpw"), exitOK)
+}
+
+// The console's `:context` keeps the command line's --read-only, not the read_only of the
+// context it started on: from a read-only context to a writable one, the actions come back.
+func TestConsoleSwitchKeepsOnlyTheFlagsReadOnly(t *testing.T) {
+	srv := redistest.Start(t)
+	xdg := writeConfig(t, "contexts:\n  ro:\n    redis: [redis://"+srv.Addr+"]\n    read_only: true\n"+
+		"  rw:\n    redis: [redis://"+srv.Addr+"]\n")
+	getenv := func(k string) string {
+		return map[string]string{"XDG_CONFIG_HOME": strings.TrimPrefix(xdg, "XDG_CONFIG_HOME=")}[k]
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		args         []string
+		wantReadOnly bool
+	}{
+		{[]string{"--context", "ro"}, false},
+		{[]string{"--context", "ro", "--read-only"}, true},
+		{[]string{"--context", "rw", "--read-only"}, true},
+	} {
+		cmd := &cobra.Command{Use: "lockscope"}
+		addConnectionFlags(cmd)
+		addContextFlag(cmd)
+		addTUIFlags(cmd)
+		cmd.SetContext(ctx)
+		env := &contextEnv{base: getenv}
+		if err := cmd.ParseFlags(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.apply(cmd); err != nil {
+			t.Fatal(err)
+		}
+		opts := consoleOptions(cmd, IOStreams{}, env)
+		if !opts.Conn.ReadOnly {
+			t.Fatalf("%v: the console does not start read-only", c.args)
+		}
+		s, err := opts.Switch(ctx, "rw", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if s.ReadOnly != c.wantReadOnly {
+			t.Errorf("%v, then :context rw: read-only %v, want %v", c.args, s.ReadOnly, c.wantReadOnly)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,10 @@ func addConnectionFlags(root *cobra.Command) {
 // before any command runs (exit code 2), instead of quietly using the default.
 func validateConnectionFlags(cmd *cobra.Command) error {
 	f := cmd.Flags()
+	// GetStringArray reads [""] back as no URL at all (then the default): ask the value itself.
+	if urls := f.Lookup(flagRedis).Value.(interface{ GetSlice() []string }).GetSlice(); slices.Contains(urls, "") {
+		return withExit(exitUsage, fmt.Errorf("--%s '': give a URL (default $%s, else %s)", flagRedis, envRedisURL, defaultRedisURL))
+	}
 	if pattern, _ := f.GetString(flagPattern); pattern == "" {
 		return withExit(exitUsage, fmt.Errorf("--%s '': give a key pattern (default %s)", flagPattern, scanner.DefaultPattern))
 	}

@@ -59,17 +59,24 @@ func newTUICmd(ios IOStreams, env *contextEnv) *cobra.Command {
 // the config file's contexts, read with the process's environment (env.base).
 func tuiRunE(ios IOStreams, env *contextEnv) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		budget := float64(*cmd.Flags().Lookup(flagScanBudget).Value.(*budgetValue))
-		opts := &tuiOptions{IO: ios, Conn: connectionFlags(cmd, env.getenv), ScanBudget: budget}
-		if name, _ := cmd.Flags().GetString(flagContext); name != "" {
-			opts.Label = "context " + name
-		}
-		if file, err := config.Load(env.base); err == nil { // a bad file: --context said so already
-			opts.Contexts = file.Names()
-		}
-		opts.Switch = consoleSwitch(opts.Conn, opts.Label, env.base, budget)
-		return runTUI(cmd.Context(), opts)
+		return runTUI(cmd.Context(), consoleOptions(cmd, ios, env))
 	}
+}
+
+// consoleOptions are the console's options as cmd's flags (filled from --context by env)
+// give them.
+func consoleOptions(cmd *cobra.Command, ios IOStreams, env *contextEnv) *tuiOptions {
+	budget := float64(*cmd.Flags().Lookup(flagScanBudget).Value.(*budgetValue))
+	opts := &tuiOptions{IO: ios, Conn: connectionFlags(cmd, env.getenv), ScanBudget: budget}
+	if name, _ := cmd.Flags().GetString(flagContext); name != "" {
+		opts.Label = "context " + name
+	}
+	if file, err := config.Load(env.base); err == nil { // a bad file: --context said so already
+		opts.Contexts = file.Names()
+	}
+	ownReadOnly := opts.Conn.ReadOnly && !env.readOnlyFromContext
+	opts.Switch = consoleSwitch(opts.Conn, opts.Label, env.base, budget, ownReadOnly)
+	return opts
 }
 
 // runTUI connects and runs the console until the user quits.

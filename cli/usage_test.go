@@ -31,6 +31,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"ls", "--stuck-after", "0", "--redis", url}, "--stuck-after 0s: want a duration above 0"},
 		{[]string{"ls", "--stuck-after", "-1m", "--redis", url}, "--stuck-after -1m0s: want a duration above 0"},
 		{[]string{"ls", "--pattern", "", "--redis", url}, "--pattern '': give a key pattern"},
+		{[]string{"ls", "--redis", ""}, "--redis '': give a URL"},
 		{[]string{"ls", "--sort", "size", "--redis", url}, `--sort "size"`},
 		{[]string{"ls", "--limit", "-1", "--redis", url}, "--limit -1"},
 		{[]string{"audit", "--limit", "0", "--redis", url}, "--limit 0"},

@@ -111,9 +111,19 @@ func Load(getenv func(string) string) (*File, error) {
 		if err := c.check(); err != nil {
 			return nil, fmt.Errorf("%s: context %s: %w", path, name, err)
 		}
+		if c.PasswordCmd != "" && worldWritable(path) {
+			return nil, fmt.Errorf("%s: context %s: every user may write this file, and lockscope would run its password_cmd: chmod o-w %s", path, name, path)
+		}
 		f.Contexts[name] = c
 	}
 	return f, nil
+}
+
+// worldWritable reports whether every user may change the file at path. The file holds no
+// password, so reading it is harmless; writing it is not when lockscope runs a command it names.
+func worldWritable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().Perm()&0o002 != 0
 }
 
 // check refuses a context that stores a password or does not say where to connect.
@@ -196,6 +206,9 @@ func (c Context) PasswordSource() string {
 // passwordCmdTimeout bounds password_cmd (a password manager may ask for a touch).
 const passwordCmdTimeout = 30 * time.Second
 
+// passwordCmdWaitDelay is how long password_cmd's output may stay open once it is stopped.
+const passwordCmdWaitDelay = 500 * time.Millisecond
+
 // FetchPassword is the context's password: the variable password_env names, or the first
 // line password_cmd prints; "" when the context has neither.
 func (c Context) FetchPassword(ctx context.Context, getenv func(string) string) (string, error) {
@@ -212,7 +225,13 @@ func (c Context) FetchPassword(ctx context.Context, getenv func(string) string) 
 		var stderr bytes.Buffer
 		cmd := exec.CommandContext(ctx, "sh", "-c", c.PasswordCmd)
 		cmd.Stderr = &stderr
+		// Killing the shell does not kill what it started: a child that keeps the output
+		// open would make Output wait for it past the deadline.
+		cmd.WaitDelay = passwordCmdWaitDelay
 		out, err := cmd.Output()
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("context %s: password_cmd did not finish in time (%v) %s", c.Name, ctx.Err(), strings.TrimSpace(stderr.String()))
+		}
 		if err != nil {
 			// The command's own words, not its output: that would be the password.
 			return "", fmt.Errorf("context %s: password_cmd failed: %v %s", c.Name, err, strings.TrimSpace(stderr.String()))

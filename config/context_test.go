@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // load writes yaml as the config file of a fresh XDG directory and loads it.
@@ -61,5 +62,47 @@ func TestContextDefaultsAndPassword(t *testing.T) {
 	missing, err := Load(func(k string) string { return map[string]string{"XDG_CONFIG_HOME": t.TempDir()}[k] })
 	if err != nil || len(missing.Contexts) != 0 {
 		t.Errorf("a missing file is not an empty one: %v", err)
+	}
+}
+
+// A password_cmd that runs past its deadline is stopped even when a command it started
+// still holds its output open (the shell is killed, its child is not).
+func TestPasswordCmdTimeoutWithChild(t *testing.T) {
+	c := Context{Name: "slow", PasswordCmd: "sleep 3; echo pw"}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.FetchPassword(ctx, func(string) string { return "" })
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("FetchPassword returned after %v, past its deadline", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("err %v, want a timeout", err)
+	}
+}
+
+// A config file anyone may write is refused when it holds a password_cmd: anyone could make
+// lockscope run their command as its user.
+func TestLoadRefusesAWorldWritablePasswordCmd(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	getenv := func(k string) string { return map[string]string{EnvConfig: path}[k] }
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"contexts:\n  a:\n    redis: [redis://h:1]\n    password_cmd: echo pw\n", false},
+		{"contexts:\n  a:\n    redis: [redis://h:1]\n    password_env: PW\n", true},
+	} {
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(getenv)
+		if ok := err == nil; ok != c.ok || !ok && !strings.Contains(err.Error(), "chmod o-w") {
+			t.Errorf("%q, mode 0666: %v", c.yaml, err)
+		}
 	}
 }

@@ -64,6 +64,9 @@ func (t Target) classifyAt(err error, addr string) error {
 		e.Kind, e.msg = ErrPermission, fmt.Sprintf("missing ACL permission%s: the Redis user %s (%s)", at, deniedPermission(err, msg), msg)
 	case strings.Contains(msg, "cluster support disabled"):
 		e.Kind, e.msg = ErrBadConfig, fmt.Sprintf("--cluster, but the server%s is not a cluster node (%s): drop --cluster", at, msg)
+	case strings.Contains(msg, "cluster has no nodes"):
+		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("no node of the cluster%s serves a slot: is the cluster set up "+
+			"(CLUSTER SLOTS is empty until slots are assigned, e.g. by redis-cli --cluster create)? (%s)", at, msg)
 	case strings.Contains(msg, "DB index is out of range"):
 		e.Kind, e.msg = ErrBadConfig, fmt.Sprintf("the database number in --redis does not exist%s (%s): "+
 			"the server has as many as its `databases` setting (16 by default, numbered from 0)", at, msg)
@@ -71,7 +74,7 @@ func (t Target) classifyAt(err error, addr string) error {
 		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("no Redis server%s: something answered, but not in Redis' protocol "+
 			"(an HTTP server?): check the host and port in --redis (%s)", at, msg)
 	case isUnreachable(err):
-		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("cannot reach Redis%s: %s%s", at, msg, t.plainEOFHint(err))
+		e.Kind, e.msg = ErrUnreachable, fmt.Sprintf("cannot reach Redis%s: %s%s", at, msg, t.tlsHint(err))
 	default:
 		e.msg = msg
 	}
@@ -83,13 +86,17 @@ func isNotRedis(msg string) bool {
 	return strings.Contains(msg, "invalid reply") || strings.Contains(msg, "HTTP/")
 }
 
-// plainEOFHint explains a connection closed without a word: what a TLS-only port does to a
-// plain connection.
-func (t Target) plainEOFHint(err error) string {
-	if t.tls || !errors.Is(err, io.EOF) {
-		return ""
+// tlsHint explains what a TLS mismatch looks like: a TLS-only port closes a plain connection
+// without a word; a plain server waits for a command line in a TLS handshake (no answer) or
+// answers it in clear.
+func (t Target) tlsHint(err error) string {
+	switch {
+	case !t.tls && errors.Is(err, io.EOF):
+		return " (the server closed the connection: if it wants TLS, use a rediss:// URL)"
+	case t.tls && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "first record does not look like a TLS handshake")):
+		return " (no TLS handshake: if the server does not use TLS, use a redis:// URL)"
 	}
-	return " (the server closed the connection: if it wants TLS, use a rediss:// URL)"
+	return ""
 }
 
 func isAuthFailure(err error, msg string) bool {

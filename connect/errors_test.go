@@ -1,6 +1,7 @@
 package connect
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ func TestClassifyKinds(t *testing.T) {
 		{errors.New("dial tcp h:1: connect: connection refused (pw hunter2)"), ErrUnreachable, "cannot reach Redis at h:1"},
 		{fmt.Errorf("every server is down: %w", ErrUnreachable), ErrUnreachable, "cannot reach Redis at h:1"},
 		{errors.New("ERR This instance has cluster support disabled"), ErrBadConfig, "drop --cluster"},
+		{errors.New("redis: cluster has no nodes"), ErrUnreachable, "no node of the cluster at h:1 serves a slot"},
 		{errors.New("ERR DB index is out of range"), ErrBadConfig, "`databases` setting"},
 		{errors.New(`redis: invalid reply: "HTTP/1.1 400 Bad Request"`), ErrUnreachable, "not in Redis' protocol"},
 		{fmt.Errorf("read: %w", io.EOF), ErrUnreachable, "use a rediss:// URL"},
@@ -46,6 +48,15 @@ func TestClassifyKinds(t *testing.T) {
 	}
 	if got := (Target{tls: true}).classifyAt(io.EOF, "h:1"); strings.Contains(got.Error(), "rediss://") {
 		t.Errorf("a TLS connection closed is told to use TLS: %v", got)
+	}
+	// rediss:// to a plain server: it waits for a command line, or answers in clear.
+	for _, err := range []error{context.DeadlineExceeded, errors.New("tls: first record does not look like a TLS handshake")} {
+		if got := (Target{tls: true}).classifyAt(err, "h:1"); !strings.Contains(got.Error(), "use a redis:// URL") {
+			t.Errorf("a TLS handshake without an answer gives no hint: %v", got)
+		}
+		if got := (Target{}).classifyAt(err, "h:1"); strings.Contains(got.Error(), "redis:// URL") {
+			t.Errorf("a plain connection is told to drop TLS: %v", got)
+		}
 	}
 	if got := target.Classify(nil); got != nil {
 		t.Errorf("Classify(nil) = %v", got)

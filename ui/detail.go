@@ -296,6 +296,11 @@ func (m *Model) scrollDetail(n int) {
 // prints them (present.Escape: binary bytes as \xNN) on the terminal's
 // clipboard with OSC 52 (it reaches the local clipboard over SSH and through tmux with
 // set-clipboard on) and says so in the footer.
+// clipboardCap is the longest text sent in one OSC 52 sequence: its base64 form then fits the
+// 100 000 bytes hterm (Chrome OS, many SSH web clients) takes, and other terminals drop or
+// choke on longer ones. A value is read up to 4 KiB (escaped at most 16 KiB); a key has no bound.
+const clipboardCap = 74_994
+
 func (m *Model) copySelected(value bool) tea.Cmd {
 	l := m.selected()
 	if l == nil {
@@ -303,15 +308,25 @@ func (m *Model) copySelected(value bool) tea.Cmd {
 		return nil
 	}
 	if !value {
-		m.setNotice("copied the key "+l.Key+" to the clipboard (OSC 52)", false)
-		return tea.SetClipboard(present.Escape(l.Key)) // the form every command takes back
+		return m.copyText("the key "+l.Key, "the key", present.Escape(l.Key)) // the form every command takes back
 	}
 	what := "the value of " + l.Key
 	if l.Truncated {
 		what = fmt.Sprintf("the first %d bytes of the value of %s", len(l.Value), l.Key)
 	}
+	return m.copyText(what, "the value", present.Escape(l.Value))
+}
+
+// copyText puts text on the clipboard and names it in the footer with what, or says why it
+// did not, naming it with noun only (a key too long to copy is too long to name).
+func (m *Model) copyText(what, noun, text string) tea.Cmd {
+	if len(text) > clipboardCap {
+		m.setNotice(fmt.Sprintf("not copied: %s is %d bytes, more than the %d a terminal's clipboard (OSC 52) takes; "+
+			"lockscope ls --json prints it", noun, len(text), clipboardCap), true)
+		return nil
+	}
 	m.setNotice("copied "+what+" to the clipboard (OSC 52)", false)
-	return tea.SetClipboard(present.Escape(l.Value))
+	return tea.SetClipboard(text)
 }
 
 // instanceLine is one server's state of the key; it escapes the address and value it shows.

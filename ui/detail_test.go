@@ -52,3 +52,17 @@ func TestCopyNamesWhatItCopied(t *testing.T) {
 	}
 	mustContain(t, screen(m), "copied the value of lock:order:1001 to the clipboard")
 }
+
+// TestCopyRefusesWhatNoClipboardTakes: a key longer than terminals accept in one OSC 52
+// sequence is not sent (the terminal would drop it, or choke) and the footer says so.
+func TestCopyRefusesWhatNoClipboardTakes(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	long := fixture()[0]
+	long.Key = "lock:" + strings.Repeat("k", clipboardCap)
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{long}})
+	selectKey(t, m, long.Key)
+	if cmd := typeKeys(m, "c"); cmd != nil {
+		t.Fatal("c sent a key longer than clipboardCap")
+	}
+	mustContain(t, screen(m), "not copied: the key is")
+}
