@@ -26,8 +26,8 @@ type singleStore struct {
 	scripts                *scriptRunner
 	// releasing sends the calls bounded by releaseTimeout (a release, a clean-up) on a clone
 	// of a client that does not bound reads by the context (boundsSocket), whose reads and
-	// writes are bounded by the context: they need no goroutine of their own (callBounded). nil when the client bounds reads itself, or
-	// cannot be cloned so (a cluster client).
+	// writes are bounded by the context: they need no goroutine of their own (callBounded).
+	// nil when the client bounds reads itself, or cannot be cloned so (a cluster client).
 	releasing *scriptRunner
 	hub       *wakeHub
 	calls     goTracker // requests still running after their caller gave up on them
