@@ -274,14 +274,7 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
-	case key.Matches(msg, k.Help):
-		m.showHelp = true
-	case key.Matches(msg, k.Release):
-		m.openDialog(dialogRelease)
-	case key.Matches(msg, k.Extend):
-		m.openDialog(dialogExtend)
-	case key.Matches(msg, k.ReadOnlyHint):
-		m.sayReadOnly()
+	case m.onActionKey(msg):
 	}
 	return nil
 }
