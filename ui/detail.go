@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -269,7 +270,7 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Top):
 		m.detail.scroll = 0
 	case key.Matches(msg, k.Bottom):
-		m.scrollDetail(len(m.detailLines(m.width - 2)))
+		m.scrollDetailTo(math.MaxInt)
 	case key.Matches(msg, k.CopyKey, k.CopyValue):
 		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Quit):
@@ -280,9 +281,13 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 // scrollDetail moves the detail view by n lines, within its content.
-func (m *Model) scrollDetail(n int) {
+func (m *Model) scrollDetail(n int) { m.scrollDetailTo(m.detail.scroll + n) }
+
+// scrollDetailTo puts line top of the content at the top of the detail view, or as near as
+// the content allows.
+func (m *Model) scrollDetailTo(top int) {
 	height := max(m.layout().bodyRows-2, 1)
-	m.detail.scroll = detailPane{scroll: m.detail.scroll + n}.clampedScroll(len(m.detailLines(m.width-2)), height)
+	m.detail.scroll = detailPane{scroll: top}.clampedScroll(len(m.detailLines(m.width-2)), height)
 }
 
 // copySelected puts the selected lock's key, or its value as read, in the form lockscope
