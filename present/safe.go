@@ -135,7 +135,7 @@ func Unescape(s string) (string, error) {
 			digits := hexDigits(c)
 			hex := s[i+2 : min(len(s), i+2+digits)]
 			n, err := strconv.ParseUint(hex, 16, 32)
-			if err != nil || len(hex) < digits || strings.ContainsAny(hex, "+-_") {
+			if err != nil || len(hex) < digits { // base 16: no sign, prefix or underscore gets through
 				return "", fmt.Errorf(`bad escape %s at byte %d: \%c takes %d hex digits; a literal backslash is written \\`, s[i:i+2+len(hex)], i, c, digits)
 			}
 			switch r := rune(n); {

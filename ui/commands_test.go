@@ -61,12 +61,7 @@ func TestExtendCmdShortensOnlyWhenConfirmed(t *testing.T) {
 	if err := rdb.Set(ctx, "lock:long", "api-1:-:1764400000123:0123456789abcdef", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	target := connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
-	seen, err := scanner.New(target, scanner.Options{}).Get(ctx, "lock:long")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := actions.New(target, actions.Options{Operator: "test"})
+	seen, admin := seenOn(t, srv, rdb, "lock:long")
 	msg := extendCmd(ctx, admin, 1, &seen, 30*time.Second, false, "test")().(actionDoneMsg)
 	if msg.result.Outcome != actions.WouldShorten || rdb.PTTL(ctx, "lock:long").Val() < 59*time.Minute {
 		t.Fatalf("unconfirmed: outcome %q (err %v), TTL %v: want would_shorten and the hour kept", msg.result.Outcome, msg.err, rdb.PTTL(ctx, "lock:long").Val())
@@ -91,12 +86,7 @@ func TestActionCmdThatCannotCompareIsAudited(t *testing.T) {
 	if err := rdb.HSet(ctx, "lock:ambiguous", "a=b", "c", "a", "b=c").Err(); err != nil { // both read "a=b=c"
 		t.Fatal(err)
 	}
-	target := connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
-	seen, err := scanner.New(target, scanner.Options{}).Get(ctx, "lock:ambiguous")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := actions.New(target, actions.Options{Operator: "test"})
+	seen, admin := seenOn(t, srv, rdb, "lock:ambiguous")
 	release := releaseCmd(ctx, admin, 1, &seen, "INC-9")().(actionDoneMsg)
 	extend := extendCmd(ctx, admin, 2, &seen, time.Minute, false, "INC-9")().(actionDoneMsg)
 	if release.err == nil || extend.err == nil || rdb.Exists(ctx, "lock:ambiguous").Val() != 1 {
@@ -111,4 +101,15 @@ func TestActionCmdThatCannotCompareIsAudited(t *testing.T) {
 			t.Errorf("record %+v", r)
 		}
 	}
+}
+
+// seenOn is key as the console reads it from srv (rdb, its client), and an admin acting on srv.
+func seenOn(t *testing.T, srv *redistest.Server, rdb redis.UniversalClient, key string) (scanner.Lock, *actions.Admin) {
+	t.Helper()
+	target := connect.Target{Mode: connect.Standalone, Clients: []redis.UniversalClient{rdb}, Addrs: []string{srv.Addr}}
+	seen, err := scanner.New(target, scanner.Options{}).Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen, actions.New(target, actions.Options{Operator: "test"})
 }

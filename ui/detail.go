@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -269,27 +270,24 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Top):
 		m.detail.scroll = 0
 	case key.Matches(msg, k.Bottom):
-		m.scrollDetail(len(m.detailLines(m.width - 2)))
+		m.scrollDetailTo(math.MaxInt)
 	case key.Matches(msg, k.CopyKey, k.CopyValue):
 		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
-	case key.Matches(msg, k.Help):
-		m.showHelp = true
-	case key.Matches(msg, k.Release):
-		m.openDialog(dialogRelease)
-	case key.Matches(msg, k.Extend):
-		m.openDialog(dialogExtend)
-	case key.Matches(msg, k.ReadOnlyHint):
-		m.sayReadOnly()
+	case m.onActionKey(msg):
 	}
 	return nil
 }
 
 // scrollDetail moves the detail view by n lines, within its content.
-func (m *Model) scrollDetail(n int) {
+func (m *Model) scrollDetail(n int) { m.scrollDetailTo(m.detail.scroll + n) }
+
+// scrollDetailTo puts line top of the content at the top of the detail view, or as near as
+// the content allows.
+func (m *Model) scrollDetailTo(top int) {
 	height := max(m.layout().bodyRows-2, 1)
-	m.detail.scroll = detailPane{scroll: m.detail.scroll + n}.clampedScroll(len(m.detailLines(m.width-2)), height)
+	m.detail.scroll = detailPane{scroll: top}.clampedScroll(len(m.detailLines(m.width-2)), height)
 }
 
 // copySelected puts the selected lock's key, or its value as read, in the form lockscope

@@ -70,10 +70,10 @@ func (f *filterInput) clear() {
 func (f filterInput) value() string { return f.input.Value() }
 
 // view is the prompt line: the input while active, else the applied filter; either way
-// followed by why a word matches nothing, when one does (matcher.problem).
-func (f filterInput) view(width int, st styles) string {
-	var problem string
-	if p := newMatcher(f.value()).problem; p != "" {
+// followed by why a word matches nothing, when one does: problem, the matcher.problem of the
+// query the input's value made (every change of the value sets one).
+func (f filterInput) view(width int, problem string, st styles) string {
+	if p := problem; p != "" {
 		problem = "  " + st.warning.Render(present.SafeText(p, 0))
 	}
 	if f.active {

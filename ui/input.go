@@ -78,14 +78,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Events):
 		m.events.open = !m.events.open
-	case key.Matches(msg, k.Help):
-		m.showHelp = true
-	case key.Matches(msg, k.Release):
-		m.openDialog(dialogRelease)
-	case key.Matches(msg, k.Extend):
-		m.openDialog(dialogExtend)
-	case key.Matches(msg, k.ReadOnlyHint):
-		m.sayReadOnly()
+	case m.onActionKey(msg):
 	case key.Matches(msg, k.Audit):
 		return m.openAudit()
 	}
@@ -197,6 +190,26 @@ func (m *Model) onClick(msg tea.MouseClickMsg) {
 	if i := m.table.offset + row; i < m.view.len() {
 		m.table.moveTo(i, m.view)
 	}
+}
+
+// onActionKey handles the keys the table and the detail view answer alike: the help, and
+// release and extend of the selected lock (or, read-only, why they do not exist). It reports
+// whether msg was one of them.
+func (m *Model) onActionKey(msg tea.KeyPressMsg) bool {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.Release):
+		m.openDialog(dialogRelease)
+	case key.Matches(msg, k.Extend):
+		m.openDialog(dialogExtend)
+	case key.Matches(msg, k.ReadOnlyHint):
+		m.sayReadOnly()
+	default:
+		return false
+	}
+	return true
 }
 
 // sayReadOnly answers d or e in read-only mode: the actions do not exist there, and why.

@@ -2,16 +2,17 @@ package ui
 
 import "hash/maphash"
 
-// keyIndex finds a lock's position in a lockSet's rows by its id (see lockID). It is a
-// linear-probing hash table of positions only (the ids are in the rows it points to): 4 bytes
-// a slot, 8 MB for a million locks, where a map[string]int took 60 MB. A slot's home is the
-// hash of the key alone, so the locks of one key on several independent servers share a
-// probe run.
+// keyIndex finds a lock's position in a lockSet's rows by its key and, of independent
+// servers (byServer: see lockID), its server; without byServer the server is not looked at.
+// It is a linear-probing hash table of positions only (keys and servers are in the rows it
+// points to): 4 bytes a slot, 8 MB for a million locks, where a map[string]int took 60 MB. A
+// slot's home is the hash of the key alone, so the locks of one key on several independent
+// servers share a probe run.
 type keyIndex struct {
 	seed     maphash.Seed
 	slots    []int32 // position+1 in rows; 0: free
 	n        int
-	byServer bool // ids are server and key (lockID)
+	byServer bool // a lock is its server and key (lockID)
 }
 
 func newKeyIndex(byServer bool) keyIndex {
@@ -22,24 +23,12 @@ func (x *keyIndex) home(key string) int {
 	return int(maphash.String(x.seed, key) & uint64(len(x.slots)-1))
 }
 
-// slot is where id is, or the free slot where it would go.
-func (x *keyIndex) slot(id string, rows []*lockRow) int {
-	if x.byServer {
-		return x.slotOn(id, rows)
-	}
-	i := x.home(id)
-	for x.slots[i] != 0 && rows[x.slots[i]-1].key != id {
-		i = (i + 1) & (len(x.slots) - 1)
-	}
-	return i
-}
-
-// slotOn is slot for an id of independent servers (server and key).
-func (x *keyIndex) slotOn(id string, rows []*lockRow) int {
-	addr, key := splitLockID(id)
+// slot is where the lock of key (on server addr, when byServer) is, or the free slot where
+// it would go.
+func (x *keyIndex) slot(addr, key string, rows []*lockRow) int {
 	i := x.home(key)
 	for x.slots[i] != 0 {
-		if r := rows[x.slots[i]-1]; r.key == key && r.kind.addr == addr {
+		if r := rows[x.slots[i]-1]; r.key == key && (!x.byServer || r.kind.addr == addr) {
 			break
 		}
 		i = (i + 1) & (len(x.slots) - 1)
@@ -47,9 +36,9 @@ func (x *keyIndex) slotOn(id string, rows []*lockRow) int {
 	return i
 }
 
-// find is id's position in rows.
-func (x *keyIndex) find(id string, rows []*lockRow) (int, bool) {
-	p := x.slots[x.slot(id, rows)]
+// find is the position in rows of the lock of key (on server addr, when byServer).
+func (x *keyIndex) find(addr, key string, rows []*lockRow) (int, bool) {
+	p := x.slots[x.slot(addr, key, rows)]
 	return int(p) - 1, p != 0
 }
 
@@ -63,9 +52,10 @@ func (x *keyIndex) hasKey(key string, rows []*lockRow) bool {
 	return false
 }
 
-// set records that id is at position at (rows[at] must already be its row).
-func (x *keyIndex) set(id string, at int, rows []*lockRow) {
-	i := x.slot(id, rows)
+// set records that the lock of key (on server addr, when byServer) is at position at
+// (rows[at] must already be its row).
+func (x *keyIndex) set(addr, key string, at int, rows []*lockRow) {
+	i := x.slot(addr, key, rows)
 	if x.slots[i] == 0 {
 		x.n++
 	}
@@ -75,7 +65,7 @@ func (x *keyIndex) set(id string, at int, rows []*lockRow) {
 		x.slots = make([]int32, 2*len(old))
 		mask := len(x.slots) - 1
 		for _, p := range old {
-			if p != 0 { // the ids are distinct: the first free slot of the run is its
+			if p != 0 { // the locks are distinct: the first free slot of the run is its
 				i := x.home(rows[p-1].key)
 				for x.slots[i] != 0 {
 					i = (i + 1) & mask
@@ -86,10 +76,10 @@ func (x *keyIndex) set(id string, at int, rows []*lockRow) {
 	}
 }
 
-// delete forgets id, moving later entries of its probe run back into the gap so that every
-// id stays reachable from its home slot.
-func (x *keyIndex) delete(id string, rows []*lockRow) {
-	i := x.slot(id, rows)
+// delete forgets the lock of key (on server addr, when byServer), moving later entries of
+// its probe run back into the gap so that every lock stays reachable from its home slot.
+func (x *keyIndex) delete(addr, key string, rows []*lockRow) {
+	i := x.slot(addr, key, rows)
 	if x.slots[i] == 0 {
 		return
 	}

@@ -123,12 +123,21 @@ func (s *lockSet) len() int { return len(s.rows) }
 // id is l's id in the set.
 func (s *lockSet) id(l *scanner.Lock) string { return lockID(l.Addr, l.Key, s.byServer) }
 
-// rowID is r's id in the set.
-func (s *lockSet) rowID(r *lockRow) string { return lockID(r.kind.addr, r.key, s.byServer) }
+// split is the server and key of the lock id of the set (no server without byServer).
+func (s *lockSet) split(id string) (addr, key string) {
+	if !s.byServer {
+		return "", id
+	}
+	return splitLockID(id)
+}
+
+// find is the position of the lock of key, on server addr of independent servers (byServer),
+// in the rows: the set looks its locks up by their parts, without building their ids.
+func (s *lockSet) find(addr, key string) (int, bool) { return s.pos.find(addr, key, s.rows) }
 
 // get is the newest record of the lock id, or nil.
 func (s *lockSet) get(id string) *scanner.Lock {
-	if i, ok := s.pos.find(id, s.rows); ok {
+	if i, ok := s.find(s.split(id)); ok {
 		return s.rows[i].lock()
 	}
 	return nil
@@ -141,7 +150,7 @@ func (s *lockSet) hasKey(key string) bool { return s.pos.hasKey(key, s.rows) }
 // was taken with, so this high-water mark (reached again at every watchdog renewal) is the
 // measure the TTL bar draws the remaining time against.
 func (s *lockSet) span(l *scanner.Lock) time.Duration {
-	if i, ok := s.pos.find(s.id(l), s.rows); ok {
+	if i, ok := s.find(l.Addr, l.Key); ok {
 		return s.rows[i].span
 	}
 	return 0
@@ -151,15 +160,16 @@ func (s *lockSet) span(l *scanner.Lock) time.Duration {
 func (s *lockSet) apply(batch []scanner.Lock, gen uint64) {
 	for i := range batch {
 		l := &batch[i]
-		id := s.id(l)
-		if l.Gone {
-			s.remove(id)
+		at, ok := s.find(l.Addr, l.Key)
+		switch {
+		case l.Gone:
+			if ok {
+				s.removeAt(at)
+			}
 			continue
-		}
-		at, ok := s.pos.find(id, s.rows)
-		if !ok {
+		case !ok:
 			s.rows = append(s.rows, s.newRow(l, nil, gen))
-			s.pos.set(id, len(s.rows)-1, s.rows)
+			s.pos.set(l.Addr, l.Key, len(s.rows)-1, s.rows)
 			continue
 		}
 		s.rows[at] = s.newRow(l, s.rows[at], gen)
@@ -278,15 +288,19 @@ func (r *lockRow) fill(l *scanner.Lock) {
 
 // remove drops the lock id (swap with the last element: O(1)).
 func (s *lockSet) remove(id string) {
-	at, ok := s.pos.find(id, s.rows)
-	if !ok {
-		return
+	if at, ok := s.find(s.split(id)); ok {
+		s.removeAt(at)
 	}
-	s.pos.delete(id, s.rows)
+}
+
+// removeAt drops the row at position at, moving the last row there.
+func (s *lockSet) removeAt(at int) {
+	r := s.rows[at]
+	s.pos.delete(r.kind.addr, r.key, s.rows)
 	last := len(s.rows) - 1
 	if at != last {
 		s.rows[at] = s.rows[last]
-		s.pos.set(s.rowID(s.rows[at]), at, s.rows)
+		s.pos.set(s.rows[at].kind.addr, s.rows[at].key, at, s.rows)
 	}
 	s.rows[last] = nil
 	s.rows = s.rows[:last]
@@ -301,7 +315,7 @@ func (s *lockSet) prune(gen uint64) int {
 			i++
 			continue
 		}
-		s.remove(s.rowID(s.rows[i])) // moves the last element to i: look at i again
+		s.removeAt(i) // moves the last element to i: look at i again
 		dropped++
 	}
 	return dropped

@@ -424,13 +424,13 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
-// selected is the newest record of the selected lock, or nil (also when it left the census
 // viewBuild is what a view build needs now: the servers' clocks as last heard, and the set's
 // identity of a row.
 func (m *Model) viewBuild() viewBuild {
 	return viewBuild{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter, byServer: m.locks.byServer}
 }
 
+// selected is the newest record of the selected lock, or nil (also when it left the census
 // and the view index does not know yet).
 func (m *Model) selected() *scanner.Lock {
 	if m.table.selKey == "" {

@@ -165,7 +165,7 @@ func TestLockSetIndexAgreesWithAMap(t *testing.T) {
 			t.Fatalf("step %d: %d rows, want %d", step, s.len(), len(want))
 		}
 		for i, r := range s.rows {
-			if at, ok := s.pos.find(r.key, s.rows); !ok || at != i || !want[r.key] {
+			if at, ok := s.pos.find("", r.key, s.rows); !ok || at != i || !want[r.key] {
 				t.Fatalf("step %d: %s at %d found at %d (%v)", step, r.key, i, at, ok)
 			}
 		}
@@ -196,7 +196,7 @@ func TestLockSetApplyRemovePrune(t *testing.T) {
 		t.Fatal("remove broke the set")
 	}
 	for i, r := range s.rows {
-		if at, ok := s.pos.find(r.key, s.rows); !ok || at != i {
+		if at, ok := s.pos.find("", r.key, s.rows); !ok || at != i {
 			t.Fatalf("position index out of sync at %s: %d, %v", r.key, at, ok)
 		}
 	}

@@ -125,7 +125,7 @@ func (m *Model) render() string {
 	case lay.filterLine && m.command.active:
 		parts = append(parts, m.command.view(w, st))
 	case lay.filterLine:
-		parts = append(parts, m.filter.view(w, st))
+		parts = append(parts, m.filter.view(w, m.query.filter.problem, st))
 	}
 	if lay.noticeLine {
 		parts = append(parts, m.noticeView(w))
