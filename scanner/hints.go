@@ -113,7 +113,7 @@ func (s *Scanner) follow(ctx context.Context, dirty *dirtyKeys, reconnected func
 }
 
 // followTargets lists the servers to follow: every master of a cluster, every Redlock
-// instance, or the standalone server.
+// instance, every independent server, or the standalone server.
 func (s *Scanner) followTargets(ctx context.Context) ([]followed, error) {
 	if s.target.Mode == connect.Cluster {
 		cc, ok := s.target.Clients[0].(*redis.ClusterClient)
