@@ -358,15 +358,6 @@ func (s *Scanner) hear(m *redis.Message, dirty *dirtyKeys) {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 // hintKeys extracts the keys a message is about.
 func hintKeys(m *redis.Message) []string {
 	switch {
