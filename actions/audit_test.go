@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func TestEveryAttemptIsAudited(t *testing.T) {
@@ -82,14 +80,10 @@ func TestFailedAuditWriteDoesNotChangeTheResult(t *testing.T) {
 	target, c, s := standalone(t)
 	ctx := testCtx(t)
 	// A user that may do everything except XADD.
-	if err := c.Do(ctx, "ACL", "SETUSER", "noaudit", "on", ">pw", "~*", "&*", "+@all", "-xadd").Err(); err != nil {
-		t.Fatal(err)
-	}
-	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "noaudit", "pw" })
-	target.Clients[0] = limited
+	a := adminAs(t, ctx, c, s, target, "noaudit", "~*", "&*", "+@all", "-xadd")
 	mustSet(t, c, "lock:n", lockValue, time.Minute)
 
-	res, err := New(target, Options{}).Release(ctx, "lock:n", lockValue, "")
+	res, err := a.Release(ctx, "lock:n", lockValue, "")
 	if err != nil || res.Outcome != Released {
 		t.Fatalf("%q %v, want released despite the audit failure", res.Outcome, err)
 	}

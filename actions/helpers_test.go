@@ -33,6 +33,17 @@ func redlock(t *testing.T, n int) (connect.Target, []*redis.Client, []*redistest
 	return target, clients, servers
 }
 
+// adminAs creates the ACL user user (password "pw") with rules on s, through c, and returns an
+// Admin of target that acts as that user.
+func adminAs(t *testing.T, ctx context.Context, c *redis.Client, s *redistest.Server, target connect.Target, user string, rules ...any) *Admin {
+	t.Helper()
+	if err := c.Do(ctx, append([]any{"ACL", "SETUSER", user, "on", ">pw"}, rules...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = user, "pw" })
+	return New(connect.Target{Mode: target.Mode, Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+}
+
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -285,11 +285,7 @@ func TestExtendAndReleaseKeepAReentrantLocksLevels(t *testing.T) {
 	}
 	// A user who may not write the levels key (an ACL on lock:* only) is refused: extending
 	// the key alone would leave the levels to expire under it.
-	if err := c.Do(ctx, "ACL", "SETUSER", "locksonly", "on", ">pw", "~lock:*", "&*", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
-	limited := srv.Client(func(o *redis.Options) { o.Username, o.Password = "locksonly", "pw" })
-	la := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
+	la := adminAs(t, ctx, c, srv, target, "locksonly", "~lock:*", "&*", "+@all")
 	if res, _ := la.Extend(ctx, "lock:levels", inner.Value(), time.Minute, "stuck job"); res.Outcome != Failed ||
 		res.Instances[0].Err == nil || !strings.Contains(res.Instances[0].Err.Error(), "re-entrant") {
 		t.Fatalf("extend without access to the levels: %+v, want failed, saying why", res)

@@ -98,10 +98,7 @@ func TestForceReleaseWakesTheQueuedWaiter(t *testing.T) {
 func TestForceReleaseWakesWithReadOnlyQueueAccess(t *testing.T) {
 	target, c, s := standalone(t)
 	ctx := testCtx(t)
-	rules := []any{"~*", "&*", "+@all", "-@sortedset", "+zrange", "+zscore"}
-	if err := c.Do(ctx, append([]any{"ACL", "SETUSER", "queuereader", "on", ">pw"}, rules...)...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	a := adminAs(t, ctx, c, s, target, "queuereader", "~*", "&*", "+@all", "-@sortedset", "+zrange", "+zscore")
 	key, queue, presence := "lock:ro", protocol.WaitQueueKey("lock:ro"), protocol.WaitPresenceKey("lock:ro")
 	stale := protocol.QueueEntry("gone:1", time.Minute, lockValue)
 	live := protocol.QueueEntry("live:7", time.Minute, lockValue)
@@ -113,8 +110,6 @@ func TestForceReleaseWakesWithReadOnlyQueueAccess(t *testing.T) {
 	before := [2][]redis.Z{c.ZRangeWithScores(ctx, queue, 0, -1).Val(), c.ZRangeWithScores(ctx, presence, 0, -1).Val()}
 	ps := listen(t, c, protocol.WakeChannelPrefix+"*")
 
-	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "queuereader", "pw" })
-	a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
 	if res, err := a.Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
 		t.Fatalf("force-release: %q %v", res.Outcome, err)
 	}
@@ -138,10 +133,7 @@ func TestForceReleaseWakesWithReadOnlyQueueAccess(t *testing.T) {
 func TestForceReleaseWakesLocklibWaitersWithoutRedissonKeyAccess(t *testing.T) {
 	target, c, s := standalone(t)
 	ctx := testCtx(t)
-	rules := []any{"~lock:*", "~lockscope:*", "~waitq:*", "~waitp:*", "~levels:*", "&*", "+@all"}
-	if err := c.Do(ctx, append([]any{"ACL", "SETUSER", "locklibonly", "on", ">pw"}, rules...)...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	a := adminAs(t, ctx, c, s, target, "locklibonly", "~lock:*", "~lockscope:*", "~waitq:*", "~waitp:*", "~levels:*", "&*", "+@all")
 	key := "lock:locklibonly"
 	live := protocol.QueueEntry("live:7", time.Minute, lockValue)
 	c.ZAdd(ctx, protocol.WaitQueueKey(key), redis.Z{Score: 1, Member: live})
@@ -149,8 +141,6 @@ func TestForceReleaseWakesLocklibWaitersWithoutRedissonKeyAccess(t *testing.T) {
 	mustSet(t, c, key, lockValue, time.Minute)
 	ps := listen(t, c, protocol.WakeChannelPrefix+"*")
 
-	limited := s.Client(func(o *redis.Options) { o.Username, o.Password = "locklibonly", "pw" })
-	a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
 	if res, err := a.Release(ctx, key, lockValue, "stuck"); err != nil || res.Outcome != Released {
 		t.Fatalf("force-release: %q %v", res.Outcome, err)
 	}
@@ -199,12 +189,8 @@ func TestForceReleaseWithoutWakeUpPermissions(t *testing.T) {
 		"nopublish": {"~*", "&*", "+@all", "-publish"},
 		"nozrange":  {"~*", "&*", "+@all", "-zrange"},
 	} {
-		if err := c.Do(ctx, append([]any{"ACL", "SETUSER", user, "on", ">pw"}, rules...)...).Err(); err != nil {
-			t.Fatal(err)
-		}
+		a := adminAs(t, ctx, c, s, target, user, rules...)
 		mustSet(t, c, "lock:acl", lockValue, time.Minute)
-		limited := s.Client(func(o *redis.Options) { o.Username, o.Password = user, "pw" })
-		a := New(connect.Target{Clients: []redis.UniversalClient{limited}, Addrs: target.Addrs}, Options{})
 		if res, err := a.Release(ctx, "lock:acl", lockValue, ""); err != nil || res.Outcome != Released {
 			t.Errorf("%s: release %q %v, want released", user, res.Outcome, err)
 		}

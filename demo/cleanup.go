@@ -36,14 +36,22 @@ func (c *Controller) RemoveKeys() error {
 }
 
 func (c *Controller) removeKeysOn(i int) error {
+	return c.eachResource(i, func(ctx context.Context, cl redis.UniversalClient, key string) error {
+		companions := protocol.CompanionKeys(key)
+		return cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), c.checker.lastOwner(key)).Err()
+	})
+}
+
+// eachResource dials instance i and calls f for each of the run's lock keys, all within one
+// 5 s bound (the end-of-run cleanup, the failover's wipe); it returns every error f gave.
+func (c *Controller) eachResource(i int, f func(ctx context.Context, cl redis.UniversalClient, key string) error) error {
 	cl := c.cfg.Servers.Dial(i)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var errs []error
 	for _, key := range c.resources {
-		companions := protocol.CompanionKeys(key)
-		if err := cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), c.checker.lastOwner(key)).Err(); err != nil {
+		if err := f(ctx, cl, key); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -156,26 +156,17 @@ var wipeScript = redis.NewScript(wipeSource)
 // restart without persistence would have done to them. Each delete is compare-and-delete
 // against the value just read, and only values written by a demo worker are touched.
 func (c *Controller) wipeDemoLocks(i int) error {
-	cl := c.cfg.Servers.Dial(i)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var errs []error
-	for _, key := range c.resources {
+	return c.eachResource(i, func(ctx context.Context, cl redis.UniversalClient, key string) error {
 		val, err := cl.Get(ctx, key).Result()
 		if errors.Is(err, redis.Nil) {
-			continue
+			return nil
 		}
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
 		if !isDemoWorkerValue(val) {
-			continue
+			return nil
 		}
-		if err := wipeScript.Run(ctx, cl, []string{key}, val).Err(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+		return wipeScript.Run(ctx, cl, []string{key}, val).Err()
+	})
 }

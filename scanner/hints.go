@@ -113,7 +113,7 @@ func (s *Scanner) follow(ctx context.Context, dirty *dirtyKeys, reconnected func
 }
 
 // followTargets lists the servers to follow: every master of a cluster, every Redlock
-// instance, or the standalone server.
+// instance, every independent server, or the standalone server.
 func (s *Scanner) followTargets(ctx context.Context) ([]followed, error) {
 	if s.target.Mode == connect.Cluster {
 		cc, ok := s.target.Clients[0].(*redis.ClusterClient)
@@ -355,15 +355,6 @@ func (s *Scanner) hear(m *redis.Message, dirty *dirtyKeys) {
 		if MatchGlob(s.opts.Pattern, key) && !companionIn(s.opts.Pattern, key) {
 			dirty.add(key)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

@@ -31,14 +31,8 @@ func (g *pacer) step(ctx context.Context, f func() error) error {
 		return ctx.Err()
 	}
 	defer func() { <-g.gate }()
-	if wait := time.Until(g.next); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	if wait := time.Until(g.next); wait > 0 && !sleepCtx(ctx, wait) {
+		return ctx.Err()
 	}
 	start := time.Now()
 	err := f()

@@ -33,12 +33,8 @@ func (p *pass) retry(ctx context.Context, addr string, step func() error) error 
 			return err
 		}
 		p.noteRetry(addr, attempt, delay, err)
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !sleepCtx(ctx, delay) {
 			return ctx.Err()
-		case <-timer.C:
 		}
 		delay = min(2*delay, retryMax)
 	}
@@ -62,4 +58,16 @@ func (p *pass) hasAnswered(addr string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.alive[addr]
+}
+
+// sleepCtx sleeps d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -20,7 +20,8 @@ type RedissonPeer struct {
 }
 
 // StartRedissonPeer starts the peer on srv and returns once every lock is in place; the JVM
-// is stopped when the test ends. A JVM start takes seconds: share one peer within a test. It
+// is stopped when the test ends, or when the test binary does (killed on its -timeout). A JVM
+// start takes seconds: share one peer within a test. It
 // needs a JDK and Debian's Java libraries, which scripts/deps.sh installs as root: without
 // them it skips as an unprivileged user (who may not install them) and fails as root (where
 // `make test` installs them, as in CI).
@@ -35,7 +36,8 @@ func StartRedissonPeer(tb testing.TB, srv *Server) *RedissonPeer {
 	_, here, _, _ := runtime.Caller(0)
 	events := filepath.Join(tb.TempDir(), "redisson-events")
 	cmd := exec.Command(filepath.Join(filepath.Dir(here), "redissonpeer", "run.sh"), strconv.Itoa(srv.Port))
-	cmd.Env = append(os.Environ(), "OUT="+events, "TMPDIR="+tb.TempDir())
+	// WATCH_PID: the JVM also stops when this process ends without its cleanup (a test timeout).
+	cmd.Env = append(os.Environ(), "OUT="+events, "TMPDIR="+tb.TempDir(), "WATCH_PID="+strconv.Itoa(os.Getpid()))
 	out, err := cmd.Output()
 	if err != nil {
 		detail := ""
