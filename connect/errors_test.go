@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 type deniedInScript struct{ command string }
@@ -60,5 +62,21 @@ func TestClassifyKinds(t *testing.T) {
 	}
 	if got := target.Classify(nil); got != nil {
 		t.Errorf("Classify(nil) = %v", got)
+	}
+}
+
+// One of several independent servers, as an action aims at it (Target.On), keeps what the
+// whole target knows of its connections: a TLS connection's EOF is not the sign of a plain
+// connection to a TLS-only port, and the password is still scrubbed.
+func TestOnKeepsTLSAndSecrets(t *testing.T) {
+	all := Target{Mode: Independent, Addrs: []string{"a:1", "b:1"}, Clients: make([]redis.UniversalClient, 2),
+		secrets: secretsOf(Config{Password: "hunter2"}), tls: true}
+	one, ok := all.On("b:1")
+	if !ok {
+		t.Fatal("b:1 is one of the servers")
+	}
+	err := one.Classify(fmt.Errorf("read tcp b:1: %w (hunter2)", io.EOF))
+	if msg := err.Error(); strings.Contains(msg, "rediss://") || strings.Contains(msg, "hunter2") {
+		t.Errorf("one TLS server's EOF: %q", msg)
 	}
 }
