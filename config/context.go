@@ -5,7 +5,7 @@
 //	contexts:
 //	  prod:
 //	    redis: [rediss://10.0.0.1:6379, rediss://10.0.0.2:6379]
-//	    mode: cluster          # standalone (one URL), cluster, redlock (several URLs)
+//	    mode: cluster          # standalone (one URL), cluster, redlock or independent (several URLs)
 //	    pattern: "lock:*"
 //	    read_only: true
 //	    tls_ca: /etc/ssl/redis-ca.pem
