@@ -70,7 +70,7 @@ func (t Target) Close() {
 func (t Target) On(addr string) (one Target, ok bool) {
 	for i, a := range t.Addrs {
 		if a == addr && i < len(t.Clients) {
-			return Target{Mode: Standalone, Clients: t.Clients[i : i+1 : i+1], Addrs: []string{a}, secrets: t.secrets}, true
+			return Target{Mode: Standalone, Clients: t.Clients[i : i+1 : i+1], Addrs: []string{a}, secrets: t.secrets, tls: t.tls}, true
 		}
 	}
 	return Target{}, false
