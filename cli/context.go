@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -122,32 +123,19 @@ func writeContexts(ios IOStreams, file *config.File) error {
 	if len(file.Contexts) == 0 {
 		return printf(ios.Out, "no contexts in %s (docs/cli.md, Contexts)\n", file.Path)
 	}
-	rows := [][]string{{"NAME", "MODE", "REDIS", "PATTERN", "READ-ONLY", "PASSWORD"}}
+	tw := tabwriter.NewWriter(ios.Out, 0, 0, 2, ' ', 0)
+	const row = "%s\t%s\t%s\t%s\t%s\t%s\n"
+	printf(tw, row, "NAME", "MODE", "REDIS", "PATTERN", "READ-ONLY", "PASSWORD")
 	for _, name := range file.Names() {
 		c := file.Contexts[name]
 		readOnly := "no"
 		if c.ReadOnly {
 			readOnly = "yes"
 		}
-		rows = append(rows, []string{name, c.ResolvedMode(), strings.Join(c.URLs, ","), patternOrDefault(c.Pattern), readOnly, c.PasswordSource()})
+		printf(tw, row, name, c.ResolvedMode(), strings.Join(c.URLs, ","), patternOrDefault(c.Pattern), readOnly, c.PasswordSource())
 	}
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, cell := range r {
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
-	for _, r := range rows {
-		line := ""
-		for i, cell := range r {
-			if i < len(r)-1 {
-				cell += strings.Repeat(" ", widths[i]-len(cell)+2)
-			}
-			line += cell
-		}
-		if err := printf(ios.Out, "%s\n", line); err != nil {
-			return err
-		}
+	if err := tw.Flush(); err != nil {
+		return err
 	}
 	return printf(ios.Out, "(%s)\n", file.Path)
 }

@@ -145,10 +145,7 @@ func runDemoConsole(ctx context.Context, opts *demoOptions, ctrl *demo.Controlle
 		TargetLabel: "demo on " + ctrl.Label(),
 		Demo:        ctrl,
 	})
-	if err != nil {
-		return describeError(view, err)
-	}
-	return nil
+	return describeError(view, err)
 }
 
 // finishDemo stops the run, removes its keys from servers it shares, prints the summary and

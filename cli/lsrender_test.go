@@ -52,7 +52,7 @@ func TestTableAlignsAsTabwriter(t *testing.T) {
 	tw := tabwriter.NewWriter(&want, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\n", strings.Join(lsColumns, "\t"))
 	for _, l := range locks {
-		fmt.Fprintf(tw, "%s\n", appendRow(nil, l, time.Minute, nil))
+		fmt.Fprintf(tw, "%s\n", appendRow(nil, l, l.FetchedAt, time.Minute))
 	}
 	if err := tw.Flush(); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestTableCellsAsSprintf(t *testing.T) {
 			present.Cut{Text: present.OrUnknown(l.Trace), Max: traceWidth}, present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
 			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), l.Format,
 			present.FlagsText(l, l.FetchedAt, time.Minute))
-		if got := appendRow(nil, l, time.Minute, nil); string(got) != string(want) {
+		if got := appendRow(nil, l, l.FetchedAt, time.Minute); string(got) != string(want) {
 			t.Errorf("%q:\n got %q\nwant %q", l.Key, got, want)
 		}
 	}

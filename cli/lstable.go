@@ -42,10 +42,9 @@ type tableRow struct {
 }
 
 // appendRow appends l's cells joined by tabs: made safe and cut as present renders them. A lock
-// is shown as it was when read: its TTL at FetchedAt (the census is a snapshot), its age on its
-// server's clock at that moment (clocks).
-func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration, clocks scanner.Clocks) []byte {
-	at := clocks.Now(l, l.FetchedAt)
+// is shown as it was when read: its TTL at FetchedAt (the census is a snapshot), its age at at,
+// that moment on its server's clock (scanner.Clocks.Now).
+func appendRow(b []byte, l *scanner.Lock, at time.Time, stuckAfter time.Duration) []byte {
 	cells := [...]string{
 		present.SafeText(l.Key, keyWidth), present.SafeText(present.OrUnknown(l.Node), holderWidth),
 		present.SafeText(present.OrUnknown(l.Trace), traceWidth), present.Age(l, at), present.TTL(l, l.FetchedAt),
@@ -61,11 +60,12 @@ func appendRow(b []byte, l *scanner.Lock, stuckAfter time.Duration, clocks scann
 	return b
 }
 
-func newTableRow(b []byte, l *scanner.Lock, set tableSettings) tableRow {
+// newTableRow is l's row (appendRow; at as there), behind its server when set says so.
+func newTableRow(b []byte, l *scanner.Lock, at time.Time, set tableSettings) tableRow {
 	if set.servers {
 		b = append(append(b, present.SafeText(l.Addr, 0)...), '\t')
 	}
-	return tableRow{cells: appendRow(b, l, set.stuckAfter, set.clocks)}
+	return tableRow{cells: appendRow(b, l, at, set.stuckAfter)}
 }
 
 // columnWidths are the widths in runes of the columns but the last (FLAGS, never padded).
@@ -141,13 +141,13 @@ type censusSummary struct {
 	locks, other, noExpiry, stuck, skew int
 }
 
-func (s *censusSummary) count(l *scanner.Lock, stuckAfter time.Duration, clocks scanner.Clocks) {
+// count counts l, read at at on its server's clock (scanner.Clocks.Now).
+func (s *censusSummary) count(l *scanner.Lock, at time.Time, stuckAfter time.Duration) {
 	if l.Format == scanner.FormatNotALock {
 		s.other++
 		return
 	}
 	s.locks++
-	at := clocks.Now(l, l.FetchedAt)
 	if present.NeverFrees(l) {
 		s.noExpiry++
 	}
@@ -200,11 +200,12 @@ func newTableStream(out *bufio.Writer, set tableSettings) *tableStream {
 
 func (s *tableStream) add(locks []scanner.Lock) error {
 	for i := range locks {
-		s.summary.count(&locks[i], s.set.stuckAfter, s.set.clocks)
+		at := s.set.clocks.Now(&locks[i], locks[i].FetchedAt) // once a lock: a Redlock one's is a median
+		s.summary.count(&locks[i], at, s.set.stuckAfter)
 		if s.set.limit > 0 && s.shown == s.set.limit {
 			continue
 		}
-		r := newTableRow(s.row[:0], &locks[i], s.set)
+		r := newTableRow(s.row[:0], &locks[i], at, s.set)
 		s.row = r.cells
 		s.line = appendAligned(s.line, r.cells, s.widths)
 		s.shown++
@@ -246,8 +247,9 @@ func newTableRanked(out *bufio.Writer, by present.Sort, set tableSettings) *tabl
 
 func (s *tableRanked) add(locks []scanner.Lock) error {
 	for i := range locks {
-		s.summary.count(&locks[i], s.set.stuckAfter, s.set.clocks)
-		r := newTableRow(s.row[:0], &locks[i], s.set)
+		at := s.set.clocks.Now(&locks[i], locks[i].FetchedAt) // once a lock: a Redlock one's is a median
+		s.summary.count(&locks[i], at, s.set.stuckAfter)
+		r := newTableRow(s.row[:0], &locks[i], at, s.set)
 		s.row = r.cells
 		r.cells = s.rows.keep(r.cells)
 		if s.set.limit == 0 {

@@ -17,9 +17,9 @@ func writeLocksTable(w io.Writer, locks []*scanner.Lock, stuckAfter time.Duratio
 	widths := newColumnWidths(set)
 	var summary censusSummary
 	for i, l := range locks {
-		rows[i] = newTableRow(nil, l, set)
+		rows[i] = newTableRow(nil, l, l.FetchedAt, set)
 		widths.widen(rows[i].cells)
-		summary.count(l, stuckAfter, nil)
+		summary.count(l, l.FetchedAt, stuckAfter)
 	}
 	out := bufio.NewWriter(w)
 	if err := writeTable(out, slices.Values(rows), widths, &summary, set); err != nil {

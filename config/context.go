@@ -5,7 +5,7 @@
 //	contexts:
 //	  prod:
 //	    redis: [rediss://10.0.0.1:6379, rediss://10.0.0.2:6379]
-//	    mode: cluster          # standalone (one URL), cluster, redlock (several URLs)
+//	    mode: cluster          # standalone (one URL), cluster, redlock or independent (several URLs)
 //	    pattern: "lock:*"
 //	    read_only: true
 //	    tls_ca: /etc/ssl/redis-ca.pem
@@ -145,7 +145,11 @@ func (c Context) check() error {
 		}
 	}
 	switch c.Mode {
-	case ModeRedlock, ModeCluster, ModeIndependent:
+	case ModeCluster, ModeIndependent:
+	case ModeRedlock:
+		if len(c.URLs) < 2 {
+			return errors.New("mode redlock takes several redis URLs")
+		}
 	case "", ModeStandalone:
 		if len(c.URLs) != 1 {
 			return fmt.Errorf("%d redis URLs: say what they are with mode %s, %s or %s", len(c.URLs),
@@ -153,9 +157,6 @@ func (c Context) check() error {
 		}
 	default:
 		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeStandalone, ModeCluster, ModeRedlock, ModeIndependent)
-	}
-	if c.Mode == ModeRedlock && len(c.URLs) < 2 {
-		return errors.New("mode redlock takes several redis URLs")
 	}
 	return nil
 }

@@ -48,6 +48,9 @@ const (
 // One server given without Cluster that turns out to be a cluster node is opened as the
 // whole cluster, and the Target's Notice says so.
 func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	known := secretsOf(cfg)
 	tlsConf, err := tlsConfig(cfg)
 	if err != nil {
@@ -103,9 +106,6 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 // standalone server refuses it: cluster support disabled); a server whose ACL refuses it
 // stays standalone.
 func (t Target) wholeClusterIfNode(ctx context.Context, opts []*redis.Options) (Target, []error, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if info, err := t.Clients[0].ClusterInfo(pctx).Result(); err != nil || !strings.Contains(info, "cluster_state:") {
@@ -258,9 +258,6 @@ func clusterOptions(opts []*redis.Options, known secrets) (*redis.ClusterOptions
 // login worked. On a Redlock or Independent target with some servers answering, the others are returned in
 // down; otherwise the first failure is the error.
 func (t Target) ping(ctx context.Context) (down []error, err error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	errs := make([]error, len(t.Clients))
 	var wg sync.WaitGroup
 	for i, c := range t.Clients {

@@ -18,10 +18,11 @@ func TestOpenNamesConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, user := range []string{"default", "unnamed"} {
-		target, _, err := Open(ctx, Config{URLs: []string{"redis://" + user + ":pw@" + s.Addr}})
+		url := "redis://" + user + ":pw@" + s.Addr
 		if user == "default" {
-			target, _, err = Open(ctx, Config{URLs: []string{"redis://" + s.Addr}})
+			url = "redis://" + s.Addr
 		}
+		target, _, err := Open(ctx, Config{URLs: []string{url}})
 		if err != nil {
 			t.Fatalf("%s: %v", user, err)
 		}
