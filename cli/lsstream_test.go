@@ -52,13 +52,7 @@ func pttlCalls(t *testing.T, c *redis.Client) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var calls int
-	for _, line := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_pttl:calls="); ok {
-			fmt.Sscanf(rest, "%d", &calls)
-		}
-	}
-	return calls
+	return int(redistest.CommandStats(info)["pttl"].Calls)
 }
 
 // TestLsStreamsBeforeTheCensusEnds: without an order, `ls --json` and `ls --sort none` write
