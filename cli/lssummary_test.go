@@ -89,18 +89,24 @@ func TestCLIAgesOnTheServersClock(t *testing.T) {
 	for _, sort := range []string{"none", "key"} {
 		r = runCLI(t, cliOpts{}, "ls", "--json", "--sort", sort, "--redis", url)
 		expectExit(t, r, exitOK)
+		seen := 0
 		for _, obj := range jsonLines(t, r.stdout) {
 			age, _ := obj["age_ms"].(float64)
 			switch obj["key"] {
 			case "lock:ahead":
+				seen++
 				if obj["age_ms"] != nil {
 					t.Errorf("--sort %s: lock:ahead age_ms %v, want null (clock skew)", sort, obj["age_ms"])
 				}
 			case "lock:past":
+				seen++
 				if age < 90_000 || age > 100_000 {
 					t.Errorf("--sort %s: lock:past age_ms %v, want about 90000", sort, obj["age_ms"])
 				}
 			}
+		}
+		if seen != 2 {
+			t.Errorf("--sort %s: %d of lock:ahead and lock:past listed:\n%s", sort, seen, r.stdout)
 		}
 	}
 	r = runCLI(t, cliOpts{}, "show", "lock:ahead", "--redis", url)
