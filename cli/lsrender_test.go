@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/present/presenttest"
 	"github.com/lockscope/lockscope/scanner"
@@ -138,5 +139,21 @@ func TestPipelinedYieldsEveryRowInOrder(t *testing.T) {
 	if walked >= 8*pipelinedBatch { // a few batches ahead at most
 
 		t.Errorf("the walk went on to row %d after the loop broke", walked)
+	}
+}
+
+// TestLockRecordSize: a lock of the million-lock benchmark (redistest.LoadLocks) kept for
+// sorted JSON takes a third of its rendered line or less (docs/cli.md; -v prints the sizes).
+func TestLockRecordSize(t *testing.T) {
+	fetched := time.UnixMilli(1764400000123).Add(time.Minute)
+	l := &scanner.Lock{Key: redistest.LockKey(42), Format: scanner.FormatLockscope, Type: "string",
+		Node: "worker-42", Value: "worker-42:-:1764400000123:000000000000002a",
+		AcquiredAt: time.UnixMilli(1764400000123), TTL: time.Hour, FetchedAt: fetched, Addr: "127.0.0.1:6379"}
+	records := newLockRecords()
+	record := records.record(records.keep(l))
+	line := appendLockJSON(nil, l, l.FetchedAt)
+	t.Logf("record %d bytes, line %d bytes", len(record), len(line))
+	if 3*len(record) > len(line) {
+		t.Errorf("the record takes %d bytes for a %d-byte line: more than a third", len(record), len(line))
 	}
 }
