@@ -107,7 +107,7 @@ func newContextsCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "contexts",
 		Short: "List the named connections of the config file (use one with --context NAME)",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			file, err := config.Load(getenv)
 			if err != nil {

@@ -28,6 +28,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"lsx"}, `unknown command "lsx"`},
 		{[]string{"version", "extra"}, `unknown command "extra"`},
 		{[]string{"tui", "extra"}, `unknown command "extra"`},
+		{[]string{"contexts", "extra"}, `unknown command "extra"`},
 		{[]string{"ls", "--stuck-after", "0", "--redis", url}, "--stuck-after 0s: want a duration above 0"},
 		{[]string{"ls", "--stuck-after", "-1m", "--redis", url}, "--stuck-after -1m0s: want a duration above 0"},
 		{[]string{"ls", "--pattern", "", "--redis", url}, "--pattern '': give a key pattern"},
