@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a real Redis Cluster of masters without replicas, owned by a test.
-// Kill or Restart one node through its Server (Nodes[i]): a restarted node comes back empty
-// with its cluster identity and slots (nodes.conf stays in its directory).
+// Cluster is a real Redis Cluster, owned by a test: masters without replicas, or with
+// ClusterReplicas. Kill or Restart one node through its Server (Nodes[i]): a restarted node
+// comes back empty with its cluster identity and slots (nodes.conf stays in its directory).
 type Cluster struct {
 	tb    testing.TB
 	Nodes []*Server
@@ -27,9 +27,9 @@ type Cluster struct {
 // clusterNodeTimeout is short so tests see a dead node flagged quickly.
 const clusterNodeTimeout = "1000"
 
-// StartCluster starts n redis-server processes with cluster mode on, joins them with
-// `redis-cli --cluster create --cluster-replicas 0` and waits until every node reports
-// cluster_state:ok. opts are passed to every node, e.g.
+// StartCluster starts n masters (and, with ClusterReplicas(k), k replicas of each: Nodes[:n]
+// are the masters at start), joins them with `redis-cli --cluster create` and waits until
+// every node reports cluster_state:ok. opts are passed to every node, e.g.
 // WithArgs("--cluster-require-full-coverage", "no") to keep serving with a node down.
 func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	tb.Helper()
@@ -39,13 +39,13 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	}
 	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout}, cfg.args...)
 	c := &Cluster{tb: tb}
-	for range n {
+	for range n * (1 + cfg.clusterReplicas) {
 		s := startClusterNode(tb, args)
 		c.Nodes = append(c.Nodes, s)
 		c.Addrs = append(c.Addrs, s.Addr)
 	}
 	cliArgs := append([]string{"--cluster", "create"}, c.Addrs...)
-	cliArgs = append(cliArgs, "--cluster-replicas", "0", "--cluster-yes")
+	cliArgs = append(cliArgs, "--cluster-replicas", strconv.Itoa(cfg.clusterReplicas), "--cluster-yes")
 	out, err := exec.Command("redis-cli", cliArgs...).CombinedOutput()
 	if err != nil {
 		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, tail(out))
@@ -53,7 +53,17 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	if err := c.WaitOK(30 * time.Second); err != nil {
 		tb.Fatal(err)
 	}
+	if cfg.clusterReplicas > 0 {
+		if err := c.WaitReplicasSynced(30 * time.Second); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return c
+}
+
+// ClusterReplicas gives every master of StartCluster k replicas.
+func ClusterReplicas(k int) Option {
+	return func(c *config) { c.clusterReplicas = k }
 }
 
 // startClusterNode starts one node on a port whose cluster bus port (port+10000) is free too.
@@ -121,6 +131,9 @@ func (c *Cluster) WaitOK(timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		ok := true
 		for _, s := range c.Nodes {
+			if !s.Running() {
+				continue
+			}
 			info, err := clusterInfo(s.Addr)
 			if err != nil {
 				ok, last = false, fmt.Sprintf("%s: %v", s.Addr, err)
@@ -163,4 +176,185 @@ func firstLine(text, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// ClusterNode is one line of CLUSTER NODES.
+type ClusterNode struct {
+	ID, Addr, MasterID string // MasterID is "" for a master
+	Master, Failed     bool   // Failed: flagged fail (or fail?) by the node asked
+}
+
+// Topology is the cluster as the first running node sees it (CLUSTER NODES).
+func (c *Cluster) Topology() ([]ClusterNode, error) {
+	var last error
+	for _, s := range c.Nodes {
+		if !s.Running() {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		text, err := cl.ClusterNodes(ctx).Result()
+		cancel()
+		_ = cl.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		var out []ClusterNode
+		for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
+			// <id> <ip:port@bus> <flags> <master id or -> ...
+			f := strings.Fields(line)
+			if len(f) < 4 {
+				continue
+			}
+			n := ClusterNode{ID: f[0], Addr: strings.SplitN(f[1], "@", 2)[0]}
+			flags := "," + f[2] + ","
+			n.Master = strings.Contains(flags, ",master,")
+			n.Failed = strings.Contains(flags, ",fail,") || strings.Contains(flags, ",fail?,")
+			if f[3] != "-" {
+				n.MasterID = f[3]
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("redistest: no cluster node answered CLUSTER NODES: %v", last)
+}
+
+// Node is the node at addr.
+func (c *Cluster) Node(addr string) *Server {
+	for _, s := range c.Nodes {
+		if s.Addr == addr {
+			return s
+		}
+	}
+	return nil
+}
+
+// MasterOf is the running master serving key's slot, and its replicas.
+func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err error) {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, DialTimeout: time.Second, MaxRetries: -1})
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	// The slot map reloads lazily; ask it fresh.
+	slot, err := cc.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	shards, err := cc.ClusterShards(ctx).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, sh := range shards {
+		serves := false
+		for _, r := range sh.Slots {
+			serves = serves || (r.Start <= slot && slot <= r.End)
+		}
+		if !serves {
+			continue
+		}
+		for _, n := range sh.Nodes {
+			s := c.Node(net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
+			switch {
+			case s == nil || n.Health != "online":
+			case n.Role == "master":
+				master = s
+			default:
+				replicas = append(replicas, s)
+			}
+		}
+		if master == nil {
+			return nil, nil, fmt.Errorf("redistest: no online master of this cluster serves slot %d", slot)
+		}
+		return master, replicas, nil
+	}
+	return nil, nil, fmt.Errorf("redistest: no node serves slot %d", slot)
+}
+
+// FailoverForce promotes replica at once (CLUSTER FAILOVER FORCE: no hand-shake with its
+// master, which may be dead) and waits until it says it is a master and the cluster is ok.
+func (c *Cluster) FailoverForce(replica *Server, timeout time.Duration) error {
+	cl := redis.NewClient(&redis.Options{Addr: replica.Addr, DialTimeout: time.Second, MaxRetries: -1})
+	err := cl.Do(context.Background(), "CLUSTER", "FAILOVER", "FORCE").Err()
+	_ = cl.Close()
+	if err != nil {
+		return fmt.Errorf("redistest: CLUSTER FAILOVER FORCE on %s: %w", replica.Addr, err)
+	}
+	return c.waitMaster(replica.Addr, timeout)
+}
+
+// KillMaster kills the master serving key's slot and waits until one of its replicas was
+// elected in its place (cluster-node-timeout, then an election: two to four seconds) and the
+// cluster is ok again. It returns the old and the new master.
+func (c *Cluster) KillMaster(key string, timeout time.Duration) (old, promoted *Server, err error) {
+	old, replicas, err := c.MasterOf(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(replicas) == 0 {
+		return nil, nil, fmt.Errorf("redistest: %s has no running replica to promote", old.Addr)
+	}
+	old.Kill()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, r := range replicas {
+			if role, err := roleOf(r.Addr); err == nil && role == "master" {
+				return old, r, c.WaitOK(time.Until(deadline))
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return old, nil, fmt.Errorf("redistest: no replica of %s promoted within %v", old.Addr, timeout)
+}
+
+func (c *Cluster) waitMaster(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if role, err := roleOf(addr); err == nil && role == "master" {
+			return c.WaitOK(time.Until(deadline))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("redistest: %s did not become master within %v", addr, timeout)
+}
+
+// WaitReplicasSynced waits until every running replica has the whole stream of its master.
+func (c *Cluster) WaitReplicasSynced(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		nodes, err := c.Topology()
+		if err != nil {
+			last = err.Error()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		ok := true
+		for _, n := range nodes {
+			if !n.Master || n.Failed {
+				continue
+			}
+			want := 0
+			for _, r := range nodes {
+				if r.MasterID == n.ID && !r.Failed {
+					want++
+				}
+			}
+			info, err := infoReplication(n.Addr)
+			if err != nil {
+				ok, last = false, err.Error()
+				break
+			}
+			if synced := replicasInSync(info); synced < want {
+				ok, last = false, fmt.Sprintf("%s: %d of %d replicas in sync", n.Addr, synced, want)
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redistest: cluster replicas not in sync after %v: %s", timeout, last)
 }

@@ -29,6 +29,7 @@ type Server struct {
 	Port    int
 	Addr    string // 127.0.0.1:<port>
 	dir     string
+	conf    []string // arguments before the options: a config file (and --sentinel)
 	args    []string
 	mu      sync.Mutex
 	proc    *exec.Cmd
@@ -41,7 +42,8 @@ type Server struct {
 type Option func(*config)
 
 type config struct {
-	args []string
+	args            []string
+	clusterReplicas int
 }
 
 // WithArgs passes extra arguments to redis-server, e.g. WithArgs("--requirepass", "s3cret").
@@ -111,7 +113,7 @@ func (s *Server) launch(bin string) error {
 	defer s.mu.Unlock()
 	s.started++
 	logPath := filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.started))
-	args := append([]string{
+	args := append(append([]string(nil), s.conf...),
 		"--port", strconv.Itoa(s.Port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -119,8 +121,8 @@ func (s *Server) launch(bin string) error {
 		"--protected-mode", "no",
 		"--daemonize", "no",
 		"--dir", s.dir,
-		"--logfile", logPath,
-	}, s.args...)
+		"--logfile", logPath)
+	args = append(args, s.args...)
 	cmd := exec.Command(bin, args...)
 	// Kill the server if the test binary dies without running its cleanups.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
