@@ -17,7 +17,7 @@ missingJava() {
 }
 if [ -z "$(missing)" ] && [ -z "$(missingJava)" ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing Debian's packages for: $( (missing; missingJava) | xargs)" >&2
+  echo "installing Debian's packages for: $( (missing; missingJava) | paste -sd " " -)" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   # shellcheck disable=SC2086 # the package list is split on purpose
@@ -27,12 +27,12 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 fi
 if [ -n "$(missingJava)" ]; then
   # Not fatal: the Redisson tests skip, saying so, for a user who may not install them.
-  echo "note: the tests against the real Redisson client will skip: missing $(missingJava | xargs);" \
+  echo "note: the tests against the real Redisson client will skip: missing $(missingJava | paste -sd " " -);" \
     "install: sudo apt-get install $(echo $JAVA_PKGS)" >&2
 fi
 if [ -n "$(missing)" ]; then
   cat >&2 <<MSG
-error: the tests need these on PATH: $(missing | xargs)
+error: the tests need these on PATH: $(missing | paste -sd " " -)
 Install them, for example:
   Debian/Ubuntu:  sudo apt-get install redis-server redis-tools tmux
   macOS:          brew install redis tmux
