@@ -163,8 +163,8 @@ func finishDemo(opts *demoOptions, ctrl *demo.Controller) error {
 	if err != nil {
 		return err
 	}
-	if summary.Overlaps > 0 {
-		return withExit(exitUnsafe, fmt.Errorf("demo: %d unsafe overlaps: mutual exclusion failed", summary.Overlaps))
+	if err := summary.Verdict(); err != nil && summary.Lock == demo.LockLib {
+		return withExit(exitUnsafe, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +54,8 @@ func TestCheckerFenceRefusesStaleToken(t *testing.T) {
 		t.Fatal("the current holder's write was refused")
 	}
 	k, _ := c.totals()
-	if k.StaleRejected != 1 || k.Overlaps != 0 {
-		t.Fatalf("counters %+v, want 1 stale, 0 overlaps", k)
+	if k.StaleRejected != 1 || k.Overlaps != 0 || k.StaleAccepted != 0 || k.Unsafe() {
+		t.Fatalf("counters %+v, want 1 stale rejected, 0 accepted, 0 overlaps: safe", k)
 	}
 	if pk, _ := c.phase(Pause); pk.StaleRejected != 1 {
 		t.Fatalf("pause phase counters %+v", pk)
@@ -76,6 +77,68 @@ func TestCheckerOwnerCompare(t *testing.T) {
 	}
 	if k, _ := c.totals(); k.StaleRejected != 1 || k.Overlaps != 0 {
 		t.Fatalf("counters %+v", k)
+	}
+}
+
+// Without a fence (the naive lock) the frozen holder's late write goes through: it is an
+// overlap and a stale write accepted, and the counters say unsafe.
+func TestCheckerUnprotectedAcceptsTheLateWrite(t *testing.T) {
+	c := newChecker(Unprotected)
+	a := c.open("lock:demo:x", 1, 0, "va", Pause, 0)
+	b := c.open("lock:demo:x", 2, 0, "vb", Pause, 0)
+	if !c.claim(a) || !c.claim(b) || !c.write(a) || !c.write(b) {
+		t.Fatal("a write was refused by a resource that checks nothing")
+	}
+	k, _ := c.totals()
+	if k.StaleAccepted != 1 || k.Overlaps != 2 || k.StaleRejected != 0 || !k.Unsafe() {
+		t.Fatalf("counters %+v, want 1 stale accepted (a's late write), 2 overlaps (a, then b), unsafe", k)
+	}
+	// A write of the newest section, or of a section no one entered after, is no stale write.
+	c.write(b)
+	if k, _ := c.totals(); k.StaleAccepted != 1 {
+		t.Fatalf("stale accepted %d after the newest holder wrote, want 1", k.StaleAccepted)
+	}
+}
+
+// Owner compare's known gap: a holder frozen before its claim claims over the newer holder.
+// The resource accepts it; the checker counts it as the stale write it is.
+func TestCheckerOwnerCompareLateClaim(t *testing.T) {
+	c := newChecker(OwnerCompare)
+	a := c.open("lock:demo:x", 1, 0, "va", Pause, 0)
+	b := c.open("lock:demo:x", 2, 0, "vb", Pause, 0)
+	c.claim(b)
+	if !c.claim(a) {
+		t.Fatal("owner compare refused a claim; this test is about the one it accepts")
+	}
+	if c.write(b) {
+		t.Fatal("the newer holder's write was accepted after the late claim")
+	}
+	if k, _ := c.totals(); k.StaleAccepted != 1 || k.Overlaps != 0 || !k.Unsafe() {
+		t.Fatalf("counters %+v, want 1 stale accepted, 0 overlaps", k)
+	}
+}
+
+func TestSummaryVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		k      Counters
+		unsafe bool
+	}{
+		{Counters{Sections: 9, StaleRejected: 2, NoTTLLocks: 1}, false},
+		{Counters{Overlaps: 1}, true},
+		{Counters{StaleAccepted: 1}, true},
+	} {
+		s := Summary{Lock: LockLib, Counters: tc.k}
+		err := s.Verdict()
+		if got := errors.Is(err, ErrUnsafe); got != tc.unsafe {
+			t.Errorf("%+v: verdict %v, want unsafe %v", tc.k, err, tc.unsafe)
+		}
+		var b strings.Builder
+		if err := s.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "verdict: UNSAFE"); got != tc.unsafe {
+			t.Errorf("%+v: text verdict disagrees with Verdict():\n%s", tc.k, b.String())
+		}
 	}
 }
 

@@ -3,15 +3,38 @@ package demo
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // ErrBadConfig is wrapped by every error about a Config the demo cannot run.
 var ErrBadConfig = errors.New("demo: bad configuration")
 
+// Lock is the lock the workers take.
+type Lock string
+
+// The locks of `lockscope demo --lock`.
+const (
+	LockLib Lock = "locklib" // this project's library
+	// Naive is the textbook mistakes: SETNX then EXPIRE, a release that DELs without checking
+	// the owner, a renewal that GETs then EXPIREs, no fencing token (demo/naive.go).
+	Naive Lock = "naive"
+)
+
+// ParseLock reads a --lock value.
+func ParseLock(s string) (Lock, error) {
+	for _, l := range []Lock{LockLib, Naive} {
+		if strings.EqualFold(s, string(l)) {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown lock %q (want locklib or naive)", ErrBadConfig, s)
+}
+
 // Config describes one demo run.
 type Config struct {
 	Servers   Servers       // where the locks live (StartEmbedded, or the user's servers)
+	Lock      Lock          // default LockLib
 	Scenario  Scenario      // default Mixed
 	Workers   int           // contending workers at start; default 8
 	Resources int           // protected resources, one lock key each; default 3
@@ -41,6 +64,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Scenario == "" {
 		c.Scenario = Mixed
 	}
+	if c.Lock == "" {
+		c.Lock = LockLib
+	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
@@ -64,6 +90,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if _, err := ParseScenario(string(c.Scenario)); err != nil {
 		return c, err
+	}
+	if _, err := ParseLock(string(c.Lock)); err != nil {
+		return c, err
+	}
+	if c.Lock == Naive && c.Servers.Redlock {
+		return c, fmt.Errorf("%w: the naive lock is single-instance: it cannot run on a Redlock target", ErrBadConfig)
 	}
 	if c.Scenario == Failover && !c.failoverPossible() {
 		return c, fmt.Errorf("%w: the failover scenario needs a Redlock target of at least %d instances "+

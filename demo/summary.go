@@ -2,6 +2,7 @@ package demo
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,8 +15,10 @@ import (
 
 // Summary is the result of a run: the JSON of `lockscope demo --headless --json`. The
 // top-level fields sections, overlaps, stale_rejected, expired_after_crash, wait_p50_ms and
-// wait_p99_ms are fixed; overlaps > 0 means mutual exclusion failed.
+// wait_p99_ms are fixed; Verdict judges it (unsafe: overlaps or stale_accepted above 0).
 type Summary struct {
+	Lock       Lock     `json:"lock"`
+	Unsafe     bool     `json:"unsafe"` // Counters.Unsafe, for readers of the JSON
 	Scenario   Scenario `json:"scenario"`
 	Server     string   `json:"server"`
 	Protection string   `json:"protection"`
@@ -50,6 +53,8 @@ func (c *Controller) Summary() Summary {
 	workers := len(c.workers)
 	c.mu.Unlock()
 	s := Summary{
+		Lock:         c.cfg.Lock,
+		Unsafe:       counters.Unsafe(),
 		Scenario:     c.cfg.Scenario,
 		Server:       c.cfg.Servers.Label,
 		Protection:   c.protection.String(),
@@ -107,6 +112,20 @@ func perSecond(n int64, d time.Duration) float64 {
 	return math.Round(float64(n)/d.Seconds()*100) / 100
 }
 
+// ErrUnsafe is wrapped by Verdict's error: the checker saw the protection fail.
+var ErrUnsafe = errors.New("demo: unsafe")
+
+// Verdict is nil when the run was safe, else an error wrapping ErrUnsafe that says how it
+// failed, in one line. It judges the naive lock as harshly as locklib: that it fails is the
+// point of running it (the CLI exits 10 only for locklib).
+func (s Summary) Verdict() error {
+	if !s.Counters.Unsafe() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d critical sections interleaved with another on the same resource, %d writes of expired holders accepted (%s lock)",
+		ErrUnsafe, s.Overlaps, s.StaleAccepted, s.Lock)
+}
+
 // WriteJSON writes s as one JSON object.
 func (s Summary) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -120,15 +139,15 @@ func (s Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "lockscope demo: scenario %s, %d workers, %d resources, ttl %s, %s on %s\n",
 		s.Scenario, s.Workers, s.Resources, present.Duration(time.Duration(s.TTLMs)*time.Millisecond),
 		present.Duration(time.Duration(s.DurationS*float64(time.Second))), s.Server)
-	fmt.Fprintf(&b, "protection: %s\n\n", s.Protection)
+	fmt.Fprintf(&b, "lock: %s, protection: %s\n\n", s.Lock, s.Protection)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsections\thand-offs/s\twait p50\twait p99\texpired after crash\tstale rejected\toverlaps")
+	fmt.Fprintln(tw, "scenario\tsections\thand-offs/s\twait p50\twait p99\texpired after crash\tno ttl\tstale rejected\tstale accepted\toverlaps")
 	row := func(name string, k Counters, handoffs, p50, p99 float64) {
 		if k.Sections == 0 {
 			p50, p99 = -1, -1
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%d\t%d\t%d\n", name, k.Sections, handoffs,
-			fmtMs(p50), fmtMs(p99), k.ExpiredAfterCrash, k.StaleRejected, k.Overlaps)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", name, k.Sections, handoffs,
+			fmtMs(p50), fmtMs(p99), k.ExpiredAfterCrash, k.NoTTLLocks, k.StaleRejected, k.StaleAccepted, k.Overlaps)
 	}
 	for _, p := range s.Phases {
 		row(string(p.Scenario), p.Counters, p.HandoffsPerS, p.WaitP50Ms, p.WaitP99Ms)
@@ -144,10 +163,11 @@ func (s Summary) WriteText(w io.Writer) error {
 	for _, note := range s.missedScenarios() {
 		fmt.Fprintf(&b, "note: %s\n", note)
 	}
-	if s.Overlaps == 0 {
-		fmt.Fprintf(&b, "verdict: SAFE: no two critical sections interleaved on a resource (%d sections)\n", s.Sections)
+	if err := s.Verdict(); err != nil {
+		fmt.Fprintf(&b, "verdict: UNSAFE: %d critical sections interleaved with another on the same resource, %d writes of expired holders accepted\n",
+			s.Overlaps, s.StaleAccepted)
 	} else {
-		fmt.Fprintf(&b, "verdict: UNSAFE: %d critical sections interleaved with another on the same resource\n", s.Overlaps)
+		fmt.Fprintf(&b, "verdict: SAFE: no two critical sections interleaved on a resource, no write of an expired holder accepted (%d sections)\n", s.Sections)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

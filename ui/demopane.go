@@ -298,16 +298,24 @@ func (p demoPane) phaseText() string {
 func (p demoPane) counterParts(st styles) []string {
 	k := p.snap.Counters
 	overlaps := st.notice.Render("overlaps 0")
-	if k.Overlaps > 0 {
+	if k.Unsafe() {
 		overlaps = st.danger.Render("overlaps " + strconv.FormatInt(k.Overlaps, 10) + " UNSAFE")
 	}
-	parts := []string{
-		overlaps,
-		"sections " + strconv.FormatInt(k.Sections, 10),
-		"stale rejected " + strconv.FormatInt(k.StaleRejected, 10),
-		"expired after crash " + strconv.FormatInt(k.ExpiredAfterCrash, 10),
-		"wait p50 " + demoDuration(p.snap.WaitP50) + " p99 " + demoDuration(p.snap.WaitP99),
+	parts := []string{overlaps}
+	// Shown once they happen (a naive lock, a broken fence): the figures that make a run unsafe
+	// or leave a lock held forever.
+	if k.StaleAccepted > 0 {
+		parts = append(parts, st.danger.Render("stale accepted "+strconv.FormatInt(k.StaleAccepted, 10)))
 	}
+	if k.NoTTLLocks > 0 {
+		parts = append(parts, st.warning.Render("no ttl "+strconv.FormatInt(k.NoTTLLocks, 10)))
+	}
+	parts = append(parts,
+		"sections "+strconv.FormatInt(k.Sections, 10),
+		"stale rejected "+strconv.FormatInt(k.StaleRejected, 10),
+		"expired after crash "+strconv.FormatInt(k.ExpiredAfterCrash, 10),
+		"wait p50 "+demoDuration(p.snap.WaitP50)+" p99 "+demoDuration(p.snap.WaitP99),
+	)
 	if i := p.snap.InstanceDown; i >= 0 && i < len(p.snap.Addrs) {
 		parts = append(parts, st.warning.Render("instance "+p.snap.Addrs[i]+" down"))
 	}
