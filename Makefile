@@ -43,9 +43,12 @@ fuzz:
 # Long fault-injected histories of locklib (locklib/history_test.go): TestHistory on one
 # server, TestHistoryRedlock on three; `make test` runs them for 25 s and 15 s, this for
 # SOAK each. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
+# Then every deployment × fault cell of docs/guarantees.md's table (internal/contend; `make
+# test` runs three), written to internal/contend/matrix.md (about 5 minutes).
 SOAK ?= 10m
 soak: deps
 	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock)?$$' -count=1 -timeout 0 ./locklib/
+	GUARANTEES_MATRIX=full GUARANTEES_MATRIX_OUT=matrix.md $(GO) test -race -run '^TestGuaranteesMatrix$$' -count=1 -timeout 0 -v ./internal/contend/
 
 # Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.
 bench:
