@@ -160,7 +160,7 @@ func BenchmarkMemoryMillionLocks(b *testing.B) {
 			for start := 0; start < n; start += batchLen {
 				m.locks.apply(slices.Clone(all[start:start+batchLen]), gen)
 			}
-			m.locks.prune(gen)
+			m.locks.prune(gen, nil)
 			m.installView(buildView(m.locks.snapshot(), m.query, viewBuild{now: t0, stuckAfter: m.stuckAfter}), -1)
 		}
 		pass(1)

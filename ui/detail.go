@@ -55,8 +55,9 @@ const sizeTimeout = 5 * time.Second
 // lines is the whole content of the view for lock l, wrapped to width cells; addrLabel names
 // the line of the server holding the key where it is worth one ("master" of a Redis Cluster,
 // "server" of independent servers; "" for none). The TTL counts down on the local clock now,
-// the age on the server's (clocks), as in the table.
-func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel string, st styles) []string {
+// the age on the server's (clocks), as in the table. jump explains a fence token that jumped
+// ("" when it did not).
+func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel, jump string, st styles) []string {
 	if l == nil {
 		return []string{st.dim.Render("no lock selected")}
 	}
@@ -105,6 +106,9 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scan
 	}
 	if l.HasFence {
 		add("fence", strconv.FormatInt(l.Fence, 10))
+		if jump != "" {
+			addStyled("", st.jumped.Render(jumpMark+" "+present.SafeText(jump, 0))) // names servers the sentinels announced
+		}
 	}
 	if n, ok := waitersOf(l, waiters); ok {
 		add("waiters", strconv.Itoa(n))
@@ -189,7 +193,14 @@ func (m *Model) detailLines(width int) []string {
 	case connect.Independent:
 		addrLabel = "server"
 	}
-	return m.detail.lines(m.selected(), width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, m.st)
+	l := m.selected()
+	jump := ""
+	if l != nil {
+		if j, ok := m.jumpOf(l); ok {
+			jump = j.text()
+		}
+	}
+	return m.detail.lines(l, width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, jump, m.st)
 }
 
 // openDetail shows the selected lock's details from the top; a value read only in part gets

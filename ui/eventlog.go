@@ -14,12 +14,14 @@ const eventLogSize = 500
 
 // The event log's own kinds of line, besides locklib's event types.
 const (
-	kindAction  = "action"  // an operator's release or extend, and its result
-	kindWarning = "warning" // a scanner warning
+	kindAction    = "action"     // an operator's release or extend, and its result
+	kindWarning   = "warning"    // a scanner warning
+	kindFailover  = "failover"   // the sentinels switched the master: "master A → B"
+	kindFenceJump = "fence-jump" // a lock's fence token jumped (fencejump.go)
 )
 
-// logEntry is one line of the event log: a locklib lifecycle event, an operator action or a
-// scanner warning.
+// logEntry is one line of the event log: a locklib lifecycle event, an operator action, a
+// scanner warning, a failover or a fence-token jump.
 type logEntry struct {
 	at   time.Time
 	kind string // locklib.EventType, kindAction or kindWarning
@@ -91,7 +93,7 @@ func (e eventLog) view(width, height int, st styles) string {
 			line += " " + present.SafeText(en.key, 0)
 		}
 		switch {
-		case en.kind == kindAction || en.kind == kindWarning: // not dimmed: they matter
+		case en.kind == kindAction || en.kind == kindWarning || en.kind == kindFailover || en.kind == kindFenceJump: // not dimmed: they matter
 			line += " " + present.SafeText(en.text, 0)
 		case en.text != "":
 			line += " " + st.dim.Render(present.SafeText(en.text, 0))

@@ -35,7 +35,7 @@ func TestLockSetByServer(t *testing.T) {
 	if s.get(lockID("a:1", "k", true)) != nil || s.get(lockID("b:1", "k", true)) == nil || !s.hasKey("k") {
 		t.Fatal("a gone record on a removed b's lock too, or hasKey lost it")
 	}
-	if n := s.prune(2); n != 2 || s.len() != 0 || s.hasKey("k") {
+	if n := s.prune(2, nil); n != 2 || s.len() != 0 || s.hasKey("k") {
 		t.Fatalf("prune dropped %d, %d left", n, s.len())
 	}
 	if got := goneLock(lockID("b:1", "k", true), true); got.Key != "k" || got.Addr != "b:1" || !got.Gone {

@@ -306,14 +306,17 @@ func (s *lockSet) removeAt(at int) {
 	s.rows = s.rows[:last]
 }
 
-// prune drops every key that pass gen did not see (the pass is complete, so they are gone)
-// and returns how many it dropped.
-func (s *lockSet) prune(gen uint64) int {
+// prune drops every key that pass gen did not see (the pass is complete, so they are gone),
+// telling gone (nil: nobody) about each, and returns how many it dropped.
+func (s *lockSet) prune(gen uint64, gone func(*lockRow)) int {
 	dropped := 0
 	for i := 0; i < len(s.rows); {
 		if uint64(s.rows[i].gen) >= gen {
 			i++
 			continue
+		}
+		if gone != nil {
+			gone(s.rows[i])
 		}
 		s.removeAt(i) // moves the last element to i: look at i again
 		dropped++

@@ -77,6 +77,7 @@ type Model struct {
 	syncLimit   int
 	passGen     uint64 // the newest complete scanner pass
 	waiters     map[string]int
+	fence       fenceJumps // which locks' fence tokens jumped (fencejump.go)
 
 	table    lockTable
 	status   statusBar
@@ -255,6 +256,7 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 	case scanner.UpdateBatch:
 		m.now = m.clock() // never older than the records: a fresh TTL would show more than it has
 		m.markLive()
+		m.observeTokens(u.Locks)
 		m.locks.apply(u.Locks, u.Gen)
 		return m.requestView()
 	case scanner.UpdatePassDone:
@@ -270,8 +272,9 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		// A partial pass (a server missing) proves nothing about the keys it did not see:
 		// keep them rather than show fewer locks than there are.
 		if len(u.Census.Missing) == 0 {
-			m.locks.prune(u.Gen)
+			m.locks.prune(u.Gen, m.prunedRow)
 		}
+		m.fence.passDone(u.Gen, m.tokenOf)
 		for k := range m.waiters {
 			if !m.locks.hasKey(k) {
 				delete(m.waiters, k)

@@ -22,13 +22,13 @@ func TestTableAgreesWithCLI(t *testing.T) {
 		set := newLockSet(false)
 		set.apply(derefAll(presenttest.Locks()), 1)
 		v := buildView(set.snapshot(), viewQuery{filter: newMatcher(""), sort: sort}, viewBuild{now: presenttest.Now, stuckAfter: presenttest.StuckAfter})
-		rc := rowContext{now: presenttest.Now, stuckAfter: presenttest.StuckAfter,
+		rc := rowContext{now: presenttest.Now, stuckAfter: presenttest.StuckAfter, jumped: notJumped,
 			span: func(*scanner.Lock) time.Duration { return 0 }, st: monoStyles()}
 		locks := make([]*scanner.Lock, len(v.rows))
 		for i, key := range v.rows {
 			locks[i] = set.get(key)
 		}
-		cols := layoutColumns(200, locks, false)
+		cols := layoutColumns(200, locks, false, notJumped)
 		var keys []string
 		for _, l := range locks {
 			keys = append(keys, l.Key)
@@ -57,7 +57,7 @@ func TestDetailsAgreeWithCLI(t *testing.T) {
 	st := monoStyles()
 	for _, l := range presenttest.Locks() {
 		want := presenttest.Details[l.Key]
-		fields := paneFields(strings.Join(detailPane{}.lines(l, 200, presenttest.Now, nil, presenttest.StuckAfter, nil, "", st), "\n"))
+		fields := paneFields(strings.Join(detailPane{}.lines(l, 200, presenttest.Now, nil, presenttest.StuckAfter, nil, "", "", st), "\n"))
 		if !strings.HasPrefix(fields["acquired"], want.Acquired) || !strings.HasPrefix(fields["ttl"], want.TTL) {
 			t.Errorf("%s: acquired %q ttl %q, want %+v", l.Key, fields["acquired"], fields["ttl"], want)
 		}

@@ -26,6 +26,7 @@ const (
 type statusBar struct {
 	target   connect.Target
 	label    string // extra words about the target (the demo: which server)
+	master   string // the master a Sentinel target follows now ("" until known)
 	readOnly bool
 
 	conn     connState

@@ -26,6 +26,7 @@ type styles struct {
 	badge     lipgloss.Style // the read-only badge
 	banner    lipgloss.Style // "reconnecting…"
 	warning   lipgloss.Style
+	jumped    lipgloss.Style // the ⇡ of a fence token that jumped, and its line in the detail view
 
 	header      lipgloss.Style // table column titles
 	row         lipgloss.Style
@@ -83,6 +84,7 @@ func newStyles(profile colorprofile.Profile, isDark bool) styles {
 		badge:       lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#000000")).Background(yellow),
 		banner:      lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#ffffff")).Background(red),
 		warning:     lipgloss.NewStyle().Foreground(yellow),
+		jumped:      lipgloss.NewStyle().Bold(true).Foreground(yellow),
 		header:      lipgloss.NewStyle().Bold(true).Foreground(muted),
 		row:         lipgloss.NewStyle().Foreground(fg),
 		selected:    lipgloss.NewStyle().Bold(true).Foreground(fg).Background(selBg),
@@ -115,6 +117,8 @@ func newStyles(profile colorprofile.Profile, isDark bool) styles {
 			string(locklib.EventWaiting):     lipgloss.NewStyle().Foreground(yellow),
 			kindAction:                       lipgloss.NewStyle().Bold(true).Foreground(magenta),
 			kindWarning:                      lipgloss.NewStyle().Bold(true).Foreground(yellow),
+			kindFailover:                     lipgloss.NewStyle().Bold(true).Foreground(red),
+			kindFenceJump:                    lipgloss.NewStyle().Bold(true).Foreground(yellow),
 		},
 		help: help.DefaultStyles(isDark),
 	}
@@ -137,6 +141,7 @@ func monoStyles() styles {
 		badge:       rev.Bold(true),
 		banner:      rev.Bold(true),
 		warning:     bold,
+		jumped:      bold,
 		header:      bold.Underline(true),
 		row:         plain,
 		selected:    rev,

@@ -29,9 +29,14 @@ type rowContext struct {
 	stuckAfter time.Duration
 	waiters    map[string]int // waiter counts learnt from events, by key
 	span       func(*scanner.Lock) time.Duration
-	byServer   bool // independent servers: rows are found by server and key, and show SERVER
-	st         styles
+	// jumped says a lock's fence token jumped (fencejump.go): FENCE shows it with jumpMark.
+	jumped   func(*scanner.Lock) bool
+	byServer bool // independent servers: rows are found by server and key, and show SERVER
+	st       styles
 }
+
+// jumpMark prefixes a fence token that jumped.
+const jumpMark = "⇡"
 
 // setHeight sets the number of visible rows and keeps the cursor on screen.
 func (t *lockTable) setHeight(h int, v viewIndex) {
@@ -119,7 +124,7 @@ const (
 	barWidth  = 6
 	reWidth   = 3
 	minFence  = 5  // "FENCE"; wider when the visible tokens need it
-	maxFence  = 19 // any int64
+	maxFence  = 20 // any int64, with jumpMark
 	waitWidth = 3
 	fmtWidth  = 10
 	minKey    = 8
@@ -136,10 +141,11 @@ type tableColumns struct {
 	age, ttl, bar, re, fence, wait, fmt bool
 }
 
-// layoutColumns lays the columns out for the visible rows vis (see tableColumns). With
-// servers (independent servers) SERVER comes first, as wide as the visible addresses: the
-// same key on two servers is two locks, and only it tells their rows apart.
-func layoutColumns(width int, vis []*scanner.Lock, servers bool) tableColumns {
+// layoutColumns lays the columns out for the visible rows vis (see tableColumns); FENCE makes
+// room for jumpMark on the rows jumped says. With servers (independent servers) SERVER comes
+// first, as wide as the visible addresses: the same key on two servers is two locks, and only
+// it tells their rows apart.
+func layoutColumns(width int, vis []*scanner.Lock, servers bool, jumped func(*scanner.Lock) bool) tableColumns {
 	c := tableColumns{age: true, ttl: true, bar: true, re: true, fence: true, wait: true, fmt: true}
 	if servers {
 		c.server = len(present.ColumnServer)
@@ -154,7 +160,11 @@ func layoutColumns(width int, vis []*scanner.Lock, servers bool) tableColumns {
 		wantHolder = max(wantHolder, len(l.Node))
 		wantTrace = max(wantTrace, len(l.Trace))
 		if l.HasFence {
-			c.fenceW = min(max(c.fenceW, len(strconv.FormatInt(l.Fence, 10))), maxFence)
+			w := len(strconv.FormatInt(l.Fence, 10))
+			if jumped(l) {
+				w++
+			}
+			c.fenceW = min(max(c.fenceW, w), maxFence)
 		}
 	}
 	// The key matters most: optional columns go before it is cut below keyGoal.
@@ -348,7 +358,12 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 		sb.WriteString(" " + cellRight(present.Ordinal(int64(l.Reentry), l.Reentry > 0), reWidth))
 	}
 	if c.fence {
-		sb.WriteString(" " + cellRight(present.Ordinal(l.Fence, l.HasFence), c.fenceW))
+		fence := cellRight(present.Ordinal(l.Fence, l.HasFence), c.fenceW)
+		if l.HasFence && rc.jumped(l) { // layoutColumns left room for the mark
+			token := strconv.FormatInt(l.Fence, 10)
+			fence = strings.Repeat(" ", max(c.fenceW-1-len(token), 0)) + paint(jumpMark, st.jumped) + token
+		}
+		sb.WriteString(" " + fence)
 	}
 	if c.wait {
 		n, ok := waitersOf(l, rc.waiters)
@@ -418,7 +433,7 @@ func (t lockTable) view(v viewIndex, latest func(string) *scanner.Lock, width in
 		}
 		known = append(known, fresh[i])
 	}
-	cols := layoutColumns(width, known, rc.byServer)
+	cols := layoutColumns(width, known, rc.byServer, rc.jumped)
 	lines := make([]string, 0, t.height+1)
 	lines = append(lines, rc.st.header.Render(fitLine(cols.header(q.sort, q.desc), width)))
 	for i, l := range fresh {

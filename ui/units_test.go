@@ -184,7 +184,7 @@ func TestLockSetApplyRemovePrune(t *testing.T) {
 	if s.span(&scanner.Lock{Key: "a"}) != 10*time.Second {
 		t.Fatalf("span of a re-read lock: %v", s.span(&scanner.Lock{Key: "a"}))
 	}
-	if n := s.prune(2); n != 1 || s.get("b") != nil || s.len() != 2 {
+	if n := s.prune(2, nil); n != 1 || s.get("b") != nil || s.len() != 2 {
 		t.Fatalf("prune dropped %d, len %d", n, s.len())
 	}
 	s.apply([]scanner.Lock{{Key: "a", Value: "2", TTL: 3 * time.Second}}, 3)
@@ -295,7 +295,7 @@ func TestTableShowsARemovedKeyAsGone(t *testing.T) {
 	v := buildView(s.snapshot(), viewQuery{}, viewBuild{now: t0, stuckAfter: time.Hour})
 	s.remove("lock:removed")
 	tbl := lockTable{height: 5}
-	rc := rowContext{now: t0, span: s.span, st: monoStyles()}
+	rc := rowContext{now: t0, span: s.span, jumped: notJumped, st: monoStyles()}
 	out := ansi.Strip(tbl.view(v, s.get, 120, viewQuery{}, rc))
 	if !strings.Contains(out, "node-kept") || !strings.Contains(out, "lock:removed") || strings.Contains(out, "node-removed") {
 		t.Fatalf("table:\n%s", out)
@@ -307,12 +307,12 @@ func TestTableShowsARemovedKeyAsGone(t *testing.T) {
 func TestColumnWidthPolicy(t *testing.T) {
 	owner := "8743c9c0-0795-4907-87fd-6c719a6b4586:1234567"
 	long := &scanner.Lock{Key: "lock:" + strings.Repeat("k", 150), Node: owner, Trace: "trace-1"}
-	c := layoutColumns(200, []*scanner.Lock{long}, false)
+	c := layoutColumns(200, []*scanner.Lock{long}, false, notJumped)
 	if c.holder != len(owner) || c.trace != len("trace-1") {
 		t.Errorf("holder %d trace %d, want %d and 7 (key %d)", c.holder, c.trace, len(owner), c.key)
 	}
 	short := &scanner.Lock{Key: "lock:a", Node: owner}
-	if c := layoutColumns(200, []*scanner.Lock{short}, false); c.holder != len(owner) || c.key < 90 { // the rest of 200 columns, after the fixed ones
+	if c := layoutColumns(200, []*scanner.Lock{short}, false, notJumped); c.holder != len(owner) || c.key < 90 { // the rest of 200 columns, after the fixed ones
 		t.Errorf("a short key leaves the spare width unused: key %d holder %d", c.key, c.holder)
 	}
 }

@@ -169,7 +169,7 @@ func (m *Model) bodyView(lay layoutInfo) string {
 		return paneBox("details", m.detail.view(m.detailLines(w-2), w-2, h-2, m.st), w, h, m.st)
 	}
 	late, _ := m.status.late(m.now)
-	rc := rowContext{now: m.now, clocks: m.status.clocks, late: late, stuckAfter: m.stuckAfter, waiters: m.waiters, span: m.locks.span, byServer: m.locks.byServer, st: m.st}
+	rc := rowContext{now: m.now, clocks: m.status.clocks, late: late, stuckAfter: m.stuckAfter, waiters: m.waiters, span: m.locks.span, jumped: m.jumped, byServer: m.locks.byServer, st: m.st}
 	return m.tableView(lay, rc)
 }
 

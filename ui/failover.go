@@ -1,0 +1,89 @@
+package ui
+
+import (
+	"time"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// The model's side of a failover: the master switches it hears of, and the fence-token jump
+// rule (fencejump.go) fed with every record before the census takes it.
+
+// token is a row's fence token (none for a nil row).
+func (r *lockRow) token() tokenSeen {
+	if r == nil || r.flags&rowHasFence == 0 {
+		return tokenSeen{}
+	}
+	return tokenSeen{v: r.fence, ok: true}
+}
+
+// recordToken is a record's fence token (none when it is gone).
+func recordToken(l *scanner.Lock) tokenSeen {
+	if l.Gone || !l.HasFence {
+		return tokenSeen{}
+	}
+	return tokenSeen{v: l.Fence, ok: true}
+}
+
+// observeTokens runs the jump rule over a batch before the census applies it: each record
+// against its lock's row, logging the jumps it marks.
+func (m *Model) observeTokens(batch []scanner.Lock) {
+	for i := range batch {
+		l := &batch[i]
+		var prev tokenSeen
+		if at, ok := m.locks.find(l.Addr, l.Key); ok {
+			prev = m.locks.rows[at].token()
+		}
+		next := recordToken(l)
+		if !m.fence.concerns(prev, next) {
+			continue
+		}
+		if j, ok := m.fence.observe(m.locks.id(l), prev, next, m.clock()); ok {
+			m.events.add(logEntry{at: m.clock(), kind: kindFenceJump, key: l.Key, text: j.logText()})
+		}
+	}
+}
+
+// prunedRow tells the jump rule of a lock a complete pass no longer saw, while a switch's
+// window needs its token at the switch.
+func (m *Model) prunedRow(r *lockRow) {
+	if !m.fence.inWindow() {
+		return
+	}
+	id := rowIDs(m.locks.byServer)(r)
+	m.fence.observe(id, r.token(), tokenSeen{}, m.clock())
+}
+
+// tokenOf is lock id's fence token in the census now.
+func (m *Model) tokenOf(id string) tokenSeen {
+	if at, ok := m.locks.find(m.locks.split(id)); ok {
+		return m.locks.rows[at].token()
+	}
+	return tokenSeen{}
+}
+
+// jumpOf is the mark of l's current token, if it jumped.
+func (m *Model) jumpOf(l *scanner.Lock) (fenceJump, bool) {
+	if len(m.fence.marks) == 0 {
+		return fenceJump{}, false
+	}
+	return m.fence.mark(m.locks.id(l), recordToken(l))
+}
+
+// onMasterSwitch records a failover the sentinels announced: the status bar follows the new
+// master, the event log says so, and the jump rule opens its window. The census is kept: the
+// scanner's client follows the master by itself.
+func (m *Model) onMasterSwitch(from, to string, at time.Time) {
+	m.status.master = to
+	m.fence.switched(from, to, m.passGen)
+	if at.IsZero() {
+		at = m.clock()
+	}
+	m.events.add(logEntry{at: at, kind: kindFailover, text: "master " + from + " → " + to})
+}
+
+// jumped reports whether l's current token is marked (the table's ⇡).
+func (m *Model) jumped(l *scanner.Lock) bool {
+	_, ok := m.jumpOf(l)
+	return ok
+}

@@ -1,0 +1,131 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/lockscope/lockscope/scanner"
+)
+
+// The console after a failover: the event log's failover line, the ⇡ of a fence token that
+// jumped, its explanation in the detail view.
+
+const (
+	oldMaster = "127.0.0.1:7001"
+	newMaster = "127.0.0.1:7002"
+	// jumpedToken is a token from the new master's clock floor (microseconds).
+	jumpedToken = 1796026976406867
+)
+
+// orderAt is lock:order:1001 of the fixture with fence token fence, read at.
+func orderAt(fence int64, at time.Time) scanner.Lock {
+	l := fixture()[0]
+	l.Fence, l.FetchedAt = fence, at
+	return l
+}
+
+// failedOver is the test model after a master switch (pass 1 complete) and, in the pass
+// after it, lock:order:1001 re-read with the new master's token.
+func failedOver(t *testing.T, width, height int) *Model {
+	t.Helper()
+	m, _ := newTestModel(t, width, height)
+	switchMaster(m, oldMaster, newMaster)
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})
+	return m
+}
+
+func TestFenceJumpShownAfterFailover(t *testing.T) {
+	m := failedOver(t, 120, 30)
+	out := screen(m)
+	mustContain(t, out, "failover     master "+oldMaster+" → "+newMaster)
+	mustContain(t, out, "fence-jump   lock:order:1001 fence=1042 → 1796026976406867 after failover "+oldMaster+" → "+newMaster)
+	row := lineWith(t, out, "lock:order:1001")
+	mustContain(t, row, "⇡1796026976406867")
+	for _, other := range []string{"lock:cart:7", "lock:pay:55"} {
+		mustNotContain(t, lineWith(t, out, other), "⇡")
+	}
+
+	// A re-read of the same token logs nothing more; the mark stays past the window.
+	for gen := uint64(2); gen <= 5; gen++ {
+		feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})
+		feed(m, scanner.Update{Kind: scanner.UpdatePassDone, Gen: gen, Census: scanner.Census{FetchedAt: t0}})
+	}
+	if n := strings.Count(screen(m), "fence-jump"); n != 1 {
+		t.Fatalf("%d fence-jump lines:\n%s", n, screen(m))
+	}
+	mustContain(t, lineWith(t, screen(m), "lock:order:1001"), "⇡1796026976406867")
+
+	// Out of the window a new, higher token is an ordinary acquisition: the mark goes.
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 6, Locks: []scanner.Lock{orderAt(jumpedToken+5, t0)}})
+	mustNotContain(t, lineWith(t, screen(m), "lock:order:1001"), "⇡")
+	if m.fence.atSwitch != nil {
+		t.Fatal("the window is still open after three passes")
+	}
+}
+
+func TestFenceTokenDownMarkedWithoutFailover(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{orderAt(412, t0)}})
+	out := screen(m)
+	mustContain(t, out, "fence-jump   lock:order:1001 fence=1042 → 412 went DOWN (never legitimate)")
+	mustContain(t, lineWith(t, out, "lock:order:1001"), "⇡412")
+	mustNotContain(t, out, "failover ")
+	selectKey(t, m, "lock:order:1001")
+	typeKeys(m, "enter")
+	mustContain(t, strings.Join(strings.Fields(screen(m)), " "), "fence token went DOWN 1042 → 412: never legitimate")
+}
+
+// A lock lost in the failover (gone from the census) and taken again on the new master is
+// compared with its token at the switch.
+func TestFenceJumpAfterLockLost(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	switchMaster(m, oldMaster, newMaster)
+	var rest []scanner.Lock
+	for _, l := range fixture()[1:] {
+		l.FetchedAt = t0
+		rest = append(rest, l)
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: rest})
+	feed(m, scanner.Update{Kind: scanner.UpdatePassDone, Gen: 2, Census: scanner.Census{FetchedAt: t0}})
+	if m.locks.get("lock:order:1001") != nil {
+		t.Fatal("pass 2 did not see lock:order:1001: it should be gone")
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 3, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})
+	mustContain(t, lineWith(t, screen(m), "lock:order:1001"), "⇡1796026976406867")
+}
+
+func TestGoldenFenceJumpDetail120x30(t *testing.T) { goldenJumpDetail(t, 120, 30) }
+func TestGoldenFenceJumpDetail100x30(t *testing.T) { goldenJumpDetail(t, 100, 30) }
+func TestGoldenFenceJumpDetail60x15(t *testing.T)  { goldenJumpDetail(t, 60, 15) }
+
+func goldenJumpDetail(t *testing.T, width, height int) {
+	m := failedOver(t, width, height)
+	selectKey(t, m, "lock:order:1001")
+	typeKeys(m, "enter")
+	mustContain(t, strings.Join(strings.Fields(screen(m)), " "), "fence token jumped 1042 → 1796026976406867")
+	golden.RequireEqual(t, m.View().Content)
+}
+
+func TestGoldenFenceJumpTable120x30(t *testing.T) {
+	golden.RequireEqual(t, failedOver(t, 120, 30).View().Content)
+}
+
+// lineWith is the first line of out that contains s.
+func lineWith(t *testing.T, out, s string) string {
+	t.Helper()
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	t.Fatalf("no line with %q in:\n%s", s, out)
+	return ""
+}
+
+// switchMaster delivers a master switch the way the sentinels' stream does.
+func switchMaster(m *Model, from, to string) {
+	m.onMasterSwitch(from, to, t0)
+}
