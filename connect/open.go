@@ -20,7 +20,8 @@ import (
 // Config says where a deployment is: what the command line's connection flags give.
 type Config struct {
 	// URLs are redis://, rediss:// (TLS) or unix:// URLs: one server, the seeds of a cluster,
-	// or the servers of a Redlock set or of N independent servers.
+	// or the servers of a Redlock set or of N independent servers; with SentinelMaster, the
+	// sentinels (redis+sentinel:// URLs name them and the master without it).
 	URLs []string
 	// Mode is what the URLs are: Cluster, Redlock or Independent. Standalone (the zero value)
 	// takes one URL: several without a mode are refused (ErrBadConfig), since a Redlock set
@@ -29,6 +30,14 @@ type Config struct {
 	TLSCAFile   string // PEM file of the CA that signs the servers' certificates (implies TLS)
 	TLSInsecure bool   // do not verify the servers' certificates (implies TLS)
 	Password    string // for URLs that carry none ($LOCKSCOPE_PASSWORD)
+
+	// SentinelMaster is the name the sentinels monitor the master under (--sentinel-master):
+	// the URLs then name sentinels and the Mode is Sentinel. SentinelUser and SentinelPassword
+	// are the sentinels' own credentials, for URLs whose query carries none (the userinfo of a
+	// Sentinel URL is the master's).
+	SentinelMaster   string
+	SentinelUser     string
+	SentinelPassword string // $LOCKSCOPE_SENTINEL_PASSWORD
 }
 
 // Timeouts of lockscope's connections: short, so an unreachable server is reported promptly.
@@ -45,6 +54,9 @@ const (
 // On a Redlock or Independent target servers that do not answer are kept (commands report them per
 // instance) and returned in down, classified; Open fails only when none answers.
 //
+// A Sentinel target (Mode Sentinel, a SentinelMaster or a redis+sentinel:// URL) asks the
+// sentinels for the master, then pings it through go-redis' failover client.
+//
 // One server given without Cluster that turns out to be a cluster node is opened as the
 // whole cluster, and the Target's Notice says so.
 func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
@@ -55,6 +67,10 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 	tlsConf, err := tlsConfig(cfg)
 	if err != nil {
 		return Target{}, nil, err
+	}
+	if wantsSentinel(cfg) {
+		t, err := openSentinel(ctx, cfg, tlsConf, known)
+		return t, nil, err
 	}
 	opts := make([]*redis.Options, len(cfg.URLs))
 	for i, raw := range cfg.URLs {

@@ -28,9 +28,13 @@ func (s secrets) redact(msg string) string {
 func secretsOf(cfg Config) secrets {
 	var s secrets
 	s.add(cfg.Password)
+	s.add(cfg.SentinelPassword)
 	for _, raw := range cfg.URLs {
 		if u, err := url.Parse(raw); err == nil {
 			if p, ok := u.User.Password(); ok {
+				s.add(p)
+			}
+			for _, p := range u.Query()["sentinel_password"] {
 				s.add(p)
 			}
 			continue

@@ -28,6 +28,9 @@ const (
 	// Independent is N separate servers, each with locks of its own (one client each): a
 	// lock is a key on one server, so the same key on two servers is two locks.
 	Independent
+	// Sentinel is a master with replicas behind sentinels: Clients[0] is go-redis' failover
+	// client (a *redis.Client that follows the master), Addrs are the sentinels.
+	Sentinel
 )
 
 func (m Mode) String() string {
@@ -38,6 +41,8 @@ func (m Mode) String() string {
 		return "redlock"
 	case Independent:
 		return "independent"
+	case Sentinel:
+		return "sentinel"
 	default:
 		return "standalone"
 	}
@@ -47,14 +52,16 @@ func (m Mode) String() string {
 // built as a literal (tests, the demo's embedded servers) redacts nothing.
 type Target struct {
 	Mode    Mode
-	Clients []redis.UniversalClient // one for Standalone and Cluster, N for Redlock and Independent
-	Addrs   []string                // display addresses, same order as Clients (no credentials)
+	Clients []redis.UniversalClient // one for Standalone, Cluster and Sentinel, N for Redlock and Independent
+	Addrs   []string                // display addresses, same order as Clients (no credentials); Sentinel: the sentinels
 	// Notice is what Open decided that the command line did not say (a server given without
 	// --cluster is a cluster node: the whole cluster is read), for the user; "" when nothing.
 	Notice string
 
 	secrets secrets // the passwords of the URLs it was opened from
 	tls     bool    // the connections use TLS (an error from a plain one may mean the server wants it)
+
+	sentinel *sentinelState // Sentinel only: shared by the target's copies
 }
 
 // Close closes every client of the target.
@@ -79,12 +86,27 @@ func (t Target) On(addr string) (one Target, ok bool) {
 // Redact removes every password the target was opened with from s (as "***").
 func (t Target) Redact(s string) string { return t.secrets.redact(s) }
 
-// Label names the target for people: its mode and addresses ("redlock 10.0.0.1:6379,...").
-func (t Target) Label() string { return t.Mode.String() + " " + strings.Join(t.Addrs, ",") }
+// Label names the target for people: its mode and addresses ("redlock 10.0.0.1:6379,..."); for
+// Sentinel the master as last seen (by Open, Master or FollowMaster) and the sentinels
+// ("sentinel NAME → 10.0.0.1:6379 (sentinels a,b,c)").
+func (t Target) Label() string {
+	if t.sentinel != nil {
+		master := t.sentinel.lastMaster()
+		if master == "" {
+			master = "?"
+		}
+		return fmt.Sprintf("sentinel %s → %s (sentinels %s)", t.SentinelMaster(), master, strings.Join(t.Addrs, ","))
+	}
+	return t.Mode.String() + " " + strings.Join(t.Addrs, ",")
+}
 
 // Dialer returns a function that opens a new client with the options of client i, for a
 // caller that needs clients of its own (each demo worker does). The caller closes them.
 func (t Target) Dialer(i int) (func() redis.UniversalClient, error) {
+	if t.sentinel != nil { // a copy of the failover client's Options would share its sentinel state
+		o := *t.sentinel.opts
+		return func() redis.UniversalClient { o := o; return redis.NewFailoverClient(&o) }, nil
+	}
 	switch c := t.Clients[i].(type) {
 	case *redis.ClusterClient:
 		o := *c.Options()

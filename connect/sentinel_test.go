@@ -1,0 +1,229 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The Sentinel URL forms: the sentinels, the master's name, the master's credentials in the
+// userinfo and the sentinels' in the query, a default port; and the combinations refused.
+func TestSentinelURLForms(t *testing.T) {
+	cfg := Config{URLs: []string{"redis+sentinel://app:mpw@h1:1,h2/orders/3?sentinel_username=sen&sentinel_password=spw"}}
+	fo, err := sentinelOptions(cfg, nil, secretsOf(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%s %v %s/%s db%d sentinel %s/%s tls=%v", fo.MasterName, fo.SentinelAddrs, fo.Username, fo.Password,
+		fo.DB, fo.SentinelUsername, fo.SentinelPassword, fo.TLSConfig != nil)
+	if want := "orders [h1:1 h2:26379] app/mpw db3 sentinel sen/spw tls=false"; got != want {
+		t.Errorf("redis+sentinel:// gives %q, want %q", got, want)
+	}
+	// --sentinel-master with redis:// URLs naming the sentinels; passwords from the environment.
+	cfg = Config{SentinelMaster: "orders", URLs: []string{"rediss://h1:1", "rediss://h1:2"}, Password: "mpw",
+		SentinelUser: "sen", SentinelPassword: "spw"}
+	if fo, err = sentinelOptions(cfg, nil, secretsOf(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if fo.MasterName != "orders" || len(fo.SentinelAddrs) != 2 || fo.Password != "mpw" || fo.SentinelPassword != "spw" ||
+		fo.TLSConfig == nil || fo.TLSConfig.ServerName != "h1" {
+		t.Errorf("--sentinel-master with rediss:// URLs: %+v", fo)
+	}
+	if !wantsSentinel(Config{URLs: []string{"rediss+sentinel://h/m"}}) || wantsSentinel(Config{URLs: []string{"redis://h"}}) {
+		t.Error("wantsSentinel does not go by the scheme")
+	}
+
+	refused := []struct {
+		cfg  Config
+		says string
+	}{
+		{Config{URLs: []string{"redis+sentinel://h1:1"}}, "no master name"},
+		{Config{URLs: []string{"redis://h1:1"}, Mode: Sentinel}, "no master name"},
+		{Config{URLs: []string{"redis+sentinel://h1:1/a"}, SentinelMaster: "b"}, "two master names"},
+		{Config{URLs: []string{"redis+sentinel://h1:1/a?timeout=1"}}, `unknown parameter "timeout"`},
+		{Config{URLs: []string{"redis+sentinel://h1:99999/a"}}, "want host:port"},
+		{Config{URLs: []string{"unix:///tmp/s.sock"}, SentinelMaster: "a"}, `scheme "unix"`},
+		{Config{URLs: []string{"redis+sentinel://h1:1/a/x"}}, `database "x"`},
+		{Config{URLs: []string{"redis+sentinel://u:pw1@h1:1/a", "redis+sentinel://u:pw2@h2:1/a"}}, "another user, password"},
+		{Config{URLs: []string{"redis://h1:1"}, SentinelMaster: "a", Mode: Cluster}, "with --cluster"},
+		{Config{URLs: []string{"redis+sentinel://h1:1/a"}, Mode: Redlock}, "with --redlock"},
+		{Config{URLs: []string{"redis+sentinel://h1:1/a"}, Mode: Independent}, "with --independent"},
+	}
+	for _, c := range refused {
+		_, _, err := Open(context.Background(), c.cfg)
+		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want ErrBadConfig saying %q", c.cfg, err, c.says)
+		}
+		if err != nil && (strings.Contains(err.Error(), "pw1") || strings.Contains(err.Error(), "pw2")) {
+			t.Errorf("a password in %q", err)
+		}
+	}
+}
+
+// Open through the sentinels reaches the master and follows it: FollowMaster hears a SENTINEL
+// FAILOVER, and then a killed master replaced, within a second of the promotion, each once
+// though three sentinels announce it; Label and Master name the master of the moment; the
+// client writes to it.
+func TestSentinelFollowsFailovers(t *testing.T) {
+	r := redistest.StartReplicated(t, 2, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	target, down, err := Open(ctx, Config{URLs: []string{"redis+sentinel://" + strings.Join(r.SentinelAddrs, ",") + "/" + redistest.MasterName}})
+	if err != nil || down != nil {
+		t.Fatal(err, down)
+	}
+	defer target.Close()
+	first := r.Nodes[0].Addr
+	if want := "sentinel " + redistest.MasterName + " → " + first + " (sentinels " + strings.Join(r.SentinelAddrs, ",") + ")"; target.Label() != want {
+		t.Errorf("Label() = %q, want %q", target.Label(), want)
+	}
+	if target.Mode != Sentinel || target.SentinelMaster() != redistest.MasterName || len(target.Clients) != 1 {
+		t.Fatalf("target: mode %v, master %q, %d clients", target.Mode, target.SentinelMaster(), len(target.Clients))
+	}
+	switches := target.FollowMaster(ctx)
+	waitSubscribed(t, r)
+
+	from := first
+	for round := range 2 {
+		how, t0 := "SENTINEL FAILOVER", time.Now()
+		var promoted *redistest.Server
+		var err error
+		if round == 0 {
+			promoted, err = r.Failover(20 * time.Second)
+		} else {
+			how = "the master killed"
+			_, promoted, err = r.KillMaster(20 * time.Second)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		promotedAt := time.Now()
+		var sw MasterSwitch
+		select {
+		case sw = <-switches:
+		case <-time.After(time.Until(promotedAt.Add(time.Second))):
+			t.Fatalf("round %d: no switch heard within a second of the promotion of %s", round, promoted.Addr)
+		}
+		t.Logf("%s: switch %s → %s heard %v after it, %v after a quorum of sentinels named the promoted master",
+			how, sw.From, sw.To, sw.At.Sub(t0).Round(time.Millisecond), sw.At.Sub(promotedAt).Round(time.Millisecond))
+		if sw.Name != redistest.MasterName || sw.From != from || sw.To != promoted.Addr {
+			t.Fatalf("round %d: switch %+v, want %s → %s", round, sw, from, promoted.Addr)
+		}
+		// Every sentinel has announced the switch once it names the new master: none comes twice.
+		redistest.Eventually(t, "every sentinel names the new master", func() bool {
+			for _, a := range target.sentinel.askSentinels(ctx, r.SentinelAddrs) {
+				if a.master != promoted.Addr {
+					return false
+				}
+			}
+			return true
+		})
+		select {
+		case again := <-switches:
+			t.Fatalf("round %d: the same switch twice: %+v", round, again)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if m, err := target.Master(ctx); err != nil || m != promoted.Addr {
+			t.Fatalf("round %d: Master() = %q, %v, want %s", round, m, err, promoted.Addr)
+		}
+		if !strings.Contains(target.Label(), "→ "+promoted.Addr+" ") {
+			t.Errorf("round %d: Label() = %q after the switch to %s", round, target.Label(), promoted.Addr)
+		}
+		redistest.Eventually(t, "the failover client writes to the new master", func() bool {
+			return target.Clients[0].Set(ctx, "k", round, 0).Err() == nil
+		})
+		from = promoted.Addr
+	}
+	cancel()
+	select {
+	case _, open := <-switches:
+		if open {
+			t.Fatal("a switch after the context ended")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("FollowMaster's channel is not closed when the context ends")
+	}
+}
+
+// waitSubscribed waits until every sentinel has lockscope's subscriber (sentinels have no PUBSUB
+// command: CLIENT LIST says it).
+func waitSubscribed(t *testing.T, r *redistest.Replicated) {
+	t.Helper()
+	redistest.Eventually(t, "FollowMaster subscribed on every sentinel", func() bool {
+		for _, addr := range r.SentinelAddrs {
+			c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+			list, err := c.ClientList(context.Background()).Result()
+			_ = c.Close()
+			if err != nil || !strings.Contains(list, "name="+ClientName+" ") || !strings.Contains(list, " sub=1 ") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Each way Open through sentinels can fail says so in one line, of the kind the exit code
+// is chosen by, without a password.
+func TestOpenSentinelErrors(t *testing.T) {
+	r := redistest.StartReplicated(t, 0, 1)
+	ctx := context.Background()
+	sentinel, master := r.SentinelAddrs[0], r.Nodes[0].Addr
+	admin := redis.NewClient(&redis.Options{Addr: sentinel})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "watcher", "on", ">spw-right", "+@all", "&*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Nodes[0].Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">mpw-right", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	free, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := redistest.MasterName
+	cases := []struct {
+		what string
+		cfg  Config
+		kind error
+		says string
+	}{
+		{"sentinels unreachable", Config{URLs: []string{fmt.Sprintf("redis+sentinel://127.0.0.1:%d/%s", free, name)}},
+			ErrUnreachable, fmt.Sprintf("no sentinel answers (127.0.0.1:%d)", free)},
+		{"unknown master name", Config{URLs: []string{"redis+sentinel://" + sentinel + "/nosuch"}},
+			ErrBadConfig, `monitors no master named "nosuch"`},
+		{"not a sentinel", Config{URLs: []string{"redis://" + master}, SentinelMaster: name},
+			ErrBadConfig, master + " is not a sentinel"},
+		{"wrong sentinel password", Config{URLs: []string{"redis+sentinel://" + sentinel + "/" + name + "?sentinel_username=watcher&sentinel_password=spw-wrong"}},
+			ErrAuth, "authentication failed at sentinel " + sentinel},
+		{"wrong sentinel password from the environment", Config{URLs: []string{"redis://" + sentinel}, SentinelMaster: name,
+			SentinelUser: "watcher", SentinelPassword: "spw-wrong"}, ErrAuth, "$LOCKSCOPE_SENTINEL_PASSWORD"},
+		{"wrong master password", Config{URLs: []string{"redis+sentinel://app:mpw-wrong@" + sentinel + "/" + name}},
+			ErrAuth, "authentication failed at the master " + master},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		_, _, err := Open(ctx, c.cfg)
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want %v saying %q", c.what, err, c.kind, c.says)
+		} else if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "-wrong") {
+			t.Errorf("%s: not one line without the password: %q", c.what, err)
+		}
+		t.Logf("%s (%v): %v", c.what, time.Since(start).Round(time.Millisecond), err)
+	}
+	// The right credentials of both.
+	target, _, err := Open(ctx, Config{URLs: []string{"redis+sentinel://app:mpw-right@" + sentinel + "/" + name +
+		"?sentinel_username=watcher&sentinel_password=spw-right"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	if who, err := target.Clients[0].Do(ctx, "ACL", "WHOAMI").Text(); err != nil || who != "app" {
+		t.Fatalf("connected to the master as %q, %v; want app", who, err)
+	}
+}
