@@ -26,6 +26,7 @@ type demoOptions struct {
 	IO        IOStreams
 	Conn      connection
 	Scenario  string
+	Lock      string
 	Workers   int
 	Resources int
 	Redlock   int
@@ -59,6 +60,7 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Scenario, "scenario", string(demo.Mixed), "faults to provoke: "+strings.Join(names, ", "))
+	fl.StringVar(&opts.Lock, "lock", string(demo.LockLib), "the workers' lock: locklib, or naive (the textbook mistakes: SETNX then EXPIRE, DEL without an owner check, no fencing token)")
 	fl.IntVar(&opts.Workers, "workers", demo.DefaultWorkers, "contending workers")
 	fl.IntVar(&opts.Resources, "resources", demo.DefaultResources, "protected resources (lock keys lock:demo:<name>)")
 	fl.IntVar(&opts.Redlock, "redlock", 0, "Redlock over N instances: N embedded servers, or the N --redis URLs given")
@@ -73,6 +75,13 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	scenario, err := demo.ParseScenario(opts.Scenario)
 	if err != nil {
 		return withExit(exitUsage, err)
+	}
+	lock, err := demo.ParseLock(opts.Lock)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	if lock == demo.Naive && opts.Redlock > 0 {
+		return withExit(exitUsage, errors.New("--lock naive with --redlock: the naive lock is a single-instance lock"))
 	}
 	if opts.Conn.ReadOnly {
 		return withExit(exitUsage, errors.New("demo cannot run with --read-only: its workers write lock:demo:* keys and their fences"))
@@ -99,6 +108,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	ctrl, err := demo.Start(demo.Config{
 		Servers:   servers,
 		Scenario:  scenario,
+		Lock:      lock,
 		Workers:   opts.Workers,
 		Resources: opts.Resources,
 		TTL:       opts.TTL,

@@ -63,6 +63,30 @@ func TestDemoHeadlessOnRedis(t *testing.T) {
 	}
 }
 
+// --lock naive on a real redis-server: the checker finds the overlaps of a lock without a fence
+// (the expected result: exit 0, not 10), and the run removes its lock:naive:* keys, the one a
+// crash left without a TTL too.
+func TestDemoNaiveOnRedis(t *testing.T) {
+	s := redistest.Start(t)
+	r := runCLI(t, cliOpts{}, "demo", "--headless", "--duration", "4s", "--ttl", "1s", "--json", "--scenario", "pause",
+		"--lock", "naive", "--redis", redisURL(s.Addr))
+	expectExit(t, r, 0)
+	sum := jsonLines(t, compactJSON(t, r.stdout))[0]
+	if sum["lock"] != "naive" || sum["protection"] != "none" || sum["unsafe"] != true ||
+		sum["overlaps"].(float64) < 1 || sum["stale_accepted"].(float64) < 1 {
+		t.Errorf("naive pause run: %v, want overlaps and stale writes accepted", sum)
+	}
+	r = runCLI(t, cliOpts{}, "demo", "--headless", "--duration", "3s", "--ttl", "500ms", "--json", "--scenario", "crash",
+		"--lock", "naive", "--redis", redisURL(s.Addr))
+	expectExit(t, r, 0)
+	if sum := jsonLines(t, compactJSON(t, r.stdout))[0]; sum["no_ttl_locks"].(float64) < 1 {
+		t.Errorf("naive crash run: %v, want a lock left without a TTL", sum)
+	}
+	if left := s.Client().Keys(context.Background(), "lock:*").Val(); len(left) != 0 {
+		t.Errorf("the naive runs left %v on the server", left)
+	}
+}
+
 // compactJSON turns the indented summary into one line, for jsonLines.
 func compactJSON(t *testing.T, out string) string {
 	t.Helper()
@@ -76,6 +100,8 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 		{"demo", "--headless", "--scenario", "nosuch"},
 		{"demo", "--json"},
 		{"demo", "--headless", "--workers", "0"},
+		{"demo", "--headless", "--lock", "nosuch"},
+		{"demo", "--headless", "--lock", "naive", "--redlock", "3"},
 	} {
 		r := runCLI(t, cliOpts{}, args...)
 		expectExit(t, r, exitUsage)

@@ -160,6 +160,14 @@ func (c *checker) lastOwner(resource string) string {
 	return c.resource(resource).lastOwner
 }
 
+// setOwner records value as the last one this run's workers set on resource (the naive lock's
+// SETNX, before any section opens: a crash may follow before it does).
+func (c *checker) setOwner(resource, value string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.resource(resource).lastOwner = value
+}
+
 // claim is a section's first write. Under OwnerCompare it makes the section the resource's
 // owner; under FencingTokens it is an ordinary write.
 func (c *checker) claim(s *section) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockscope/lockscope/locklib"
@@ -36,6 +37,10 @@ type Controller struct {
 	stoppedAt    time.Time
 	instanceDown int // index of the instance down for a failover, -1 when none
 	stopOnce     sync.Once
+
+	// crashArmed: the next naive worker to win a SETNX crashes before its EXPIRE (the crash
+	// scenario's fault that shows the naive lock's first mistake).
+	crashArmed atomic.Bool
 }
 
 // Event is a notable moment of the run (a fault, a refused write), for the UI's log.
@@ -49,12 +54,17 @@ const keptEvents = 50
 // resourceNames name the protected resources; keys are lock:demo:<name>.
 var resourceNames = []string{"orders", "payments", "inventory", "shipping", "invoices", "accounts", "reports", "emails"}
 
-// ResourceKey is the lock key of the i-th resource (0-based).
-func ResourceKey(i int) string {
-	if i < len(resourceNames) {
-		return "lock:demo:" + resourceNames[i]
+// ResourceKey is the lock key of the i-th resource (0-based) for workers taking lock: the
+// naive lock's keys are lock:naive:<name>, so that both runs of --compare share a server.
+func ResourceKey(lock Lock, i int) string {
+	prefix := "lock:demo:"
+	if lock == Naive {
+		prefix = "lock:naive:"
 	}
-	return fmt.Sprintf("lock:demo:res-%d", i+1)
+	if i < len(resourceNames) {
+		return prefix + resourceNames[i]
+	}
+	return fmt.Sprintf("%sres-%d", prefix, i+1)
 }
 
 // Start checks cfg, starts the workers and the scenario, and returns at once. The run goes on
@@ -76,13 +86,16 @@ func Start(cfg Config) (*Controller, error) {
 		done:         make(chan struct{}),
 		instanceDown: -1,
 	}
-	if cfg.Servers.Redlock {
+	switch {
+	case cfg.Lock == Naive:
+		c.protection = Unprotected
+	case cfg.Servers.Redlock:
 		// Redlock has no safe fencing token (Lock.Token() is 0): the resource compares owners.
 		c.protection = OwnerCompare
 	}
 	c.checker = newChecker(c.protection)
 	for i := range cfg.Resources {
-		c.resources = append(c.resources, ResourceKey(i))
+		c.resources = append(c.resources, ResourceKey(cfg.Lock, i))
 	}
 	for _, addr := range cfg.Servers.Addrs {
 		c.instances = append(c.instances, newGate(fmt.Errorf("demo: instance %s is cut off (failover)", addr)))
@@ -99,6 +112,7 @@ func Start(cfg Config) (*Controller, error) {
 		}
 	}
 	c.wg.Go(c.injectFaults)
+	c.wg.Go(c.watchTTLs)
 	if cfg.Duration > 0 {
 		c.wg.Go(func() {
 			if sleepCtx(c.ctx, cfg.Duration) {

@@ -26,6 +26,7 @@ func (c *Controller) injectFaults() {
 	var phase Scenario
 	var next time.Time
 	instance := 0
+	crashBetween := true // naive lock: crash phase faults alternate, the SETNX/EXPIRE gap first
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -35,13 +36,19 @@ func (c *Controller) injectFaults() {
 		now := time.Now()
 		if p := c.phaseAt(now); p != phase {
 			phase, next = p, now.Add(ttls(c.cfg.TTL, firstFaultTTLs))
+			c.crashArmed.Store(false) // a crash armed in one phase does not strike in the next
 		}
 		if now.Before(next) {
 			continue
 		}
 		switch phase {
 		case Crash:
-			if id := c.pickHolder(); id != 0 && c.CrashWorker(id) == nil {
+			if c.cfg.Lock == Naive && crashBetween {
+				c.crashArmed.Store(true)
+				crashBetween = false
+				next = now.Add(ttls(c.cfg.TTL, crashEveryTTLs))
+			} else if id := c.pickHolder(); id != 0 && c.CrashWorker(id) == nil {
+				crashBetween = true
 				next = now.Add(ttls(c.cfg.TTL, crashEveryTTLs))
 			}
 		case Pause:
@@ -56,6 +63,16 @@ func (c *Controller) injectFaults() {
 			}
 		}
 	}
+}
+
+// crashBeforeExpire crashes w, which has just won key's SETNX, when a crash is armed: the
+// naive lock's EXPIRE then never reaches Redis and the key stays without a TTL. Production
+// hits this window by bad luck (an OOM kill, a deploy); the demo aims for it.
+func (c *Controller) crashBeforeExpire(w *worker, key string) {
+	if !c.crashArmed.CompareAndSwap(true, false) || c.CrashWorker(w.id) != nil {
+		return
+	}
+	c.logEvent("%s crashed between SETNX and EXPIRE of %s: the key has no TTL", w.name, key)
 }
 
 func ttls(ttl time.Duration, n float64) time.Duration { return time.Duration(n * float64(ttl)) }

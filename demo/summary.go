@@ -18,7 +18,7 @@ import (
 // wait_p99_ms are fixed; Verdict judges it (unsafe: overlaps or stale_accepted above 0).
 type Summary struct {
 	Lock       Lock     `json:"lock"`
-	Unsafe     bool     `json:"unsafe"` // Counters.Unsafe, for readers of the JSON
+	UnsafeRun  bool     `json:"unsafe"` // Counters.Unsafe, for readers of the JSON
 	Scenario   Scenario `json:"scenario"`
 	Server     string   `json:"server"`
 	Protection string   `json:"protection"`
@@ -54,7 +54,7 @@ func (c *Controller) Summary() Summary {
 	c.mu.Unlock()
 	s := Summary{
 		Lock:         c.cfg.Lock,
-		Unsafe:       counters.Unsafe(),
+		UnsafeRun:    counters.Unsafe(),
 		Scenario:     c.cfg.Scenario,
 		Server:       c.cfg.Servers.Label,
 		Protection:   c.protection.String(),

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockscope/lockscope/locklib"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -74,7 +73,7 @@ type worker struct {
 type incarnation struct {
 	gate    *gate
 	clients []redis.UniversalClient
-	locks   *locklib.Client
+	locks   locker
 }
 
 func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
@@ -84,6 +83,13 @@ func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 		cl.AddHook(gateHook{inc.gate, c.instances[i]})
 		inc.clients = append(inc.clients, cl)
 	}
+	if c.cfg.Lock == Naive {
+		inc.locks = &naiveLocker{rdb: inc.clients[0], node: w.name, acquired: func(key, value string) {
+			c.checker.setOwner(key, value)
+			c.crashBeforeExpire(w, key)
+		}}
+		return inc, nil
+	}
 	// Redlock's default per-instance timeout (5 ms + ttl/20) assumes servers that answer in
 	// a millisecond; the embedded servers run Lua in Go, slower under load, and a timed-out
 	// instance only costs validity, never safety.
@@ -92,7 +98,7 @@ func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 		inc.close()
 		return nil, err
 	}
-	inc.locks = locks
+	inc.locks = libLocker{client: locks, maxHold: maxHoldTTLs * c.cfg.TTL}
 	return inc, nil
 }
 
@@ -113,7 +119,7 @@ const warmUpTimeout = 2 * time.Second
 
 func (inc *incarnation) close() {
 	if inc.locks != nil {
-		_ = inc.locks.Close()
+		inc.locks.close()
 	}
 	for _, cl := range inc.clients {
 		_ = cl.Close()
@@ -184,8 +190,7 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 
 	start := time.Now()
 	octx, cancel := context.WithTimeout(c.ctx, obtainTimeoutTTLs*c.cfg.TTL)
-	lock, err := inc.locks.Obtain(octx, key, c.cfg.TTL,
-		locklib.WithTrace(trace), locklib.WithWatchdog(), locklib.WithMaxHold(maxHoldTTLs*c.cfg.TTL))
+	lock, err := inc.locks.obtain(octx, key, c.cfg.TTL, trace)
 	cancel()
 	if err != nil {
 		if c.ctx.Err() != nil || inc.gate.is(gateDead) {
@@ -240,7 +245,7 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 // A pause models a stop-the-world GC pause that strikes after the worker's last "do I still
 // hold the lock?" check and before its write: when it wakes it writes at once, unaware that
 // time passed. That late write is what fencing (or the owner compare) must refuse.
-func (c *Controller) work(inc *incarnation, lock *locklib.Lock, d time.Duration) workOutcome {
+func (c *Controller) work(inc *incarnation, lock heldLock, d time.Duration) workOutcome {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
@@ -284,8 +289,9 @@ func (c *Controller) planWork(rng *rand.Rand, phase Scenario) time.Duration {
 }
 
 // release gives the lock back. ErrNotHeld is expected after a pause or a loss: the lock
-// expired and may be someone else's now; Release never deletes another holder's key.
-func (c *Controller) release(lock *locklib.Lock) {
+// expired and may be someone else's now; locklib's Release never deletes another holder's
+// key (the naive lock's does).
+func (c *Controller) release(lock heldLock) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), releaseTimeout)
 	defer cancel()
 	_ = lock.Release(ctx)
@@ -297,7 +303,7 @@ const releaseTimeout = 2 * time.Second
 // already cut the worker off Redis (its gate is dead), so the Release below reaches no
 // server: it only stops the lock's watchdog goroutine in this process. For Redis the holder
 // simply went silent, and the lock must expire by its TTL before anyone else gets in.
-func (c *Controller) crashedHolding(sec *section, lock *locklib.Lock) {
+func (c *Controller) crashedHolding(sec *section, lock heldLock) {
 	c.checker.crashed(sec, c.phaseAt(time.Now()))
 	_ = lock.Release(context.Background())
 }
