@@ -179,8 +179,10 @@ type sessionMsg struct {
 	err     error
 	scanCh  <-chan scanner.Update
 	eventCh <-chan protocol.Event
-	focus   func(keys []string)
-	end     context.CancelFunc
+	// masterCh is a Sentinel target's master switches (nil for another target).
+	masterCh <-chan connect.MasterSwitch
+	focus    func(keys []string)
+	end      context.CancelFunc
 }
 
 // openSessionCmd opens the session asked for and starts its streams (the census and the
@@ -198,7 +200,11 @@ func openSessionCmd(ctx context.Context, open SwitchFunc, name, pattern string, 
 		if !noEvents {
 			events = subscribeEvents(sctx, s.Target.Clients)
 		}
-		return sessionMsg{seq: seq, session: s, scanCh: f.Updates(), eventCh: events, focus: f.Focus, end: end}
+		var switches <-chan connect.MasterSwitch
+		if s.Target.Mode == connect.Sentinel {
+			switches = s.Target.FollowMaster(sctx)
+		}
+		return sessionMsg{seq: seq, session: s, scanCh: f.Updates(), eventCh: events, masterCh: switches, focus: f.Focus, end: end}
 	}
 }
 
@@ -223,18 +229,19 @@ func (m *Model) onSession(msg sessionMsg) tea.Cmd {
 	closeOld := closeCmd(m.closeSession)
 	s := msg.session
 	m.session, m.endSession, m.closeSession = msg.seq, msg.end, s.Close
-	m.scanCh, m.eventCh, m.focus, m.focused = msg.scanCh, msg.eventCh, msg.focus, nil
+	m.scanCh, m.eventCh, m.masterCh, m.focus, m.focused = msg.scanCh, msg.eventCh, msg.masterCh, msg.focus, nil
 	m.admin, m.redact = s.Admin, s.Target.Redact
 	m.readOnly = s.ReadOnly || s.Admin == nil || s.Admin.ReadOnly()
 	m.keys = newKeyMap(m.readOnly)
 	m.keys.Audit.SetEnabled(s.Admin != nil)
-	m.status = statusBar{target: s.Target, label: s.Label, readOnly: m.readOnly}
+	m.status = newStatusBar(s.Target, s.Label, m.readOnly)
 	m.locks, m.waiters, m.passGen = newLockSet(s.Target.Mode == connect.Independent), map[string]int{}, 0
 	m.fence = fenceJumps{}
 	m.detail.open, m.audit.open, m.dialog = false, false, nil
 	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: "switched to " + s.Label})
 	m.setNotice("switched to "+s.Label, false)
-	return tea.Batch(closeOld, m.setQuery(m.query, true), waitForScan(m.scanCh, m.session), waitForEvent(m.eventCh, m.session))
+	return tea.Batch(closeOld, m.setQuery(m.query, true), waitForScan(m.scanCh, m.session), waitForEvent(m.eventCh, m.session),
+		waitForSwitch(m.masterCh, m.session), masterCmd(m.ctx, s.Target, m.session))
 }
 
 // closeCmd runs close (a connection's Close) off the update loop; nil when there is none.

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -54,6 +55,38 @@ func waitForEvent(ch <-chan protocol.Event, session uint64) tea.Cmd {
 			return eventsClosedMsg{}
 		}
 		return eventMsg{event: ev, session: session}
+	}
+}
+
+// waitForSwitch blocks on a Sentinel target's stream of master switches
+// (connect.Target.FollowMaster) for the next one; Update re-issues it after each.
+func waitForSwitch(ch <-chan connect.MasterSwitch, session uint64) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		sw, ok := <-ch
+		if !ok {
+			return masterClosedMsg{}
+		}
+		return masterSwitchMsg{sw: sw, session: session}
+	}
+}
+
+// masterTimeout bounds asking the sentinels for the master.
+const masterTimeout = 5 * time.Second
+
+// masterCmd asks a Sentinel target's sentinels which master they follow now (nil for
+// another target).
+func masterCmd(ctx context.Context, t connect.Target, session uint64) tea.Cmd {
+	if t.Mode != connect.Sentinel {
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, masterTimeout)
+		defer cancel()
+		addr, err := t.Master(ctx)
+		return masterMsg{addr: addr, err: err, session: session}
 	}
 }
 

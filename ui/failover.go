@@ -1,8 +1,9 @@
 package ui
 
 import (
-	"time"
+	"cmp"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -70,16 +71,28 @@ func (m *Model) jumpOf(l *scanner.Lock) (fenceJump, bool) {
 	return m.fence.mark(m.locks.id(l), recordToken(l))
 }
 
+// onMaster shows the master the sentinels named when the session started, unless a switch
+// came first.
+func (m *Model) onMaster(msg masterMsg) {
+	switch {
+	case msg.err != nil:
+		m.warn("sentinels: " + m.redact(msg.err.Error()))
+	case m.status.master == "":
+		m.status.master = msg.addr
+	}
+}
+
 // onMasterSwitch records a failover the sentinels announced: the status bar follows the new
 // master, the event log says so, and the jump rule opens its window. The census is kept: the
 // scanner's client follows the master by itself.
-func (m *Model) onMasterSwitch(from, to string, at time.Time) {
-	m.status.master = to
-	m.fence.switched(from, to, m.passGen)
-	if at.IsZero() {
-		at = m.clock()
+func (m *Model) onMasterSwitch(sw connect.MasterSwitch) {
+	from := cmp.Or(sw.From, cmp.Or(m.status.master, "?"))
+	m.status.master = sw.To
+	if sw.Name != "" {
+		m.status.masterName = sw.Name
 	}
-	m.events.add(logEntry{at: at, kind: kindFailover, text: "master " + from + " → " + to})
+	m.fence.switched(from, sw.To, m.passGen)
+	m.events.add(logEntry{at: cmp.Or(sw.At, m.clock()), kind: kindFailover, text: "master " + from + " → " + sw.To})
 }
 
 // jumped reports whether l's current token is marked (the table's ⇡).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -127,5 +128,60 @@ func lineWith(t *testing.T, out, s string) string {
 
 // switchMaster delivers a master switch the way the sentinels' stream does.
 func switchMaster(m *Model, from, to string) {
-	m.onMasterSwitch(from, to, t0)
+	m.Update(masterSwitchMsg{sw: connect.MasterSwitch{Name: "orders", From: from, To: to, At: t0}})
+}
+
+// sentinelTarget is a Sentinel deployment as the status bar sees it (a literal target: its
+// master's name comes with the switches).
+var sentinelTarget = connect.Target{Mode: connect.Sentinel, Addrs: []string{"127.0.0.1:26379", "127.0.0.1:26380", "127.0.0.1:26381"}}
+
+func onSentinel(o *Options) { o.Target = sentinelTarget }
+
+// sentinelModel is the test model on a Sentinel target whose sentinels named oldMaster, then
+// announced a failover to newMaster with lock:order:1001's token jumping after it.
+func sentinelModel(t *testing.T, width, height int) *Model {
+	t.Helper()
+	m, _ := newTestModel(t, width, height, onSentinel)
+	m.Update(masterMsg{addr: oldMaster})
+	mustContain(t, screen(m), "sentinel  → "+oldMaster)
+	switchMaster(m, oldMaster, newMaster)
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})
+	return m
+}
+
+func TestStatusBarFollowsTheMaster(t *testing.T) {
+	m := sentinelModel(t, 120, 30)
+	out := screen(m)
+	mustContain(t, lineWith(t, out, "lockscope"), "sentinel orders → "+newMaster)
+	mustContain(t, out, "failover     master "+oldMaster+" → "+newMaster)
+	for _, key := range []string{"lock:order:1001", "lock:cart:7", "lock:inv:9", "lock:pay:55", "lock:queue"} {
+		lineWith(t, out, key) // the table is kept
+	}
+	// A late answer to the first question does not move the bar back.
+	m.Update(masterMsg{addr: oldMaster})
+	mustContain(t, lineWith(t, screen(m), "lockscope"), "sentinel orders → "+newMaster)
+}
+
+// A switch of a session switched away from is dropped, and its reader is not re-armed.
+func TestStaleMasterSwitchDropped(t *testing.T) {
+	m := sentinelModel(t, 120, 30)
+	_, cmd := m.Update(masterSwitchMsg{sw: connect.MasterSwitch{Name: "orders", From: newMaster, To: "127.0.0.1:7003", At: t0}, session: 7})
+	if cmd != nil {
+		t.Fatal("a stale session's switch re-armed a reader")
+	}
+	out := screen(m)
+	mustNotContain(t, out, "127.0.0.1:7003")
+	mustContain(t, lineWith(t, out, "lockscope"), "sentinel orders → "+newMaster)
+	m.Update(masterMsg{addr: "127.0.0.1:7003", session: 7})
+	mustNotContain(t, screen(m), "127.0.0.1:7003")
+}
+
+func TestGoldenSentinelSwitch120x30(t *testing.T) {
+	golden.RequireEqual(t, sentinelModel(t, 120, 30).View().Content)
+}
+func TestGoldenSentinelSwitch100x30(t *testing.T) {
+	golden.RequireEqual(t, sentinelModel(t, 100, 30).View().Content)
+}
+func TestGoldenSentinelSwitch60x15(t *testing.T) {
+	golden.RequireEqual(t, sentinelModel(t, 60, 15).View().Content)
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -18,6 +19,23 @@ type scanMsg struct {
 	update  scanner.Update
 	session uint64
 }
+
+// masterMsg is the master a Sentinel target's sentinels name when session starts (err: none
+// answered).
+type masterMsg struct {
+	addr    string
+	err     error
+	session uint64
+}
+
+// masterSwitchMsg is one failover the sentinels of session announced (+switch-master).
+type masterSwitchMsg struct {
+	sw      connect.MasterSwitch
+	session uint64
+}
+
+// masterClosedMsg says the sentinels' stream of switches ended (its session ended).
+type masterClosedMsg struct{}
 
 // scanClosedMsg says the Watch stream ended (the program is shutting down).
 type scanClosedMsg struct{}

@@ -57,6 +57,8 @@ type Model struct {
 
 	scanCh  <-chan scanner.Update
 	eventCh <-chan protocol.Event
+	// masterCh is a Sentinel target's stream of master switches (nil for other targets).
+	masterCh <-chan connect.MasterSwitch
 	// focus names the keys on screen to the scanner (nil in tests); focused is what it
 	// was told last.
 	focus   func(keys []string)
@@ -130,7 +132,7 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		latestQuery: new(atomic.Uint64),
 		syncLimit:   syncViewLimit,
 		waiters:     map[string]int{},
-		status:      statusBar{target: o.Target, label: o.TargetLabel, readOnly: readOnly},
+		status:      newStatusBar(o.Target, o.TargetLabel, readOnly),
 		redact:      o.Target.Redact,
 		events:      eventLog{open: true},
 	}
@@ -161,7 +163,8 @@ func (m *Model) setStyles() {
 
 // Init starts the streams and the countdown.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{waitForScan(m.scanCh, m.session), waitForEvent(m.eventCh, m.session), tick(), tea.RequestBackgroundColor}
+	cmds := []tea.Cmd{waitForScan(m.scanCh, m.session), waitForEvent(m.eventCh, m.session), tick(), tea.RequestBackgroundColor,
+		waitForSwitch(m.masterCh, m.session), masterCmd(m.ctx, m.status.target, m.session)}
 	if m.demo != nil {
 		cmds = append(cmds, m.demo.Init())
 	}
@@ -204,8 +207,19 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return nil // the stream of a session switched away from: its reader ends here
 		}
 		return tea.Batch(m.onScan(msg.update), waitForScan(m.scanCh, m.session))
-	case scanClosedMsg, eventsClosedMsg:
+	case scanClosedMsg, eventsClosedMsg, masterClosedMsg:
 		return nil
+	case masterMsg:
+		if msg.session == m.session {
+			m.onMaster(msg)
+		}
+		return nil
+	case masterSwitchMsg:
+		if msg.session != m.session {
+			return nil // a switched-away session's sentinels: their reader ends here
+		}
+		m.onMasterSwitch(msg.sw)
+		return waitForSwitch(m.masterCh, m.session)
 	case eventMsg:
 		if msg.session != m.session {
 			return nil

@@ -85,6 +85,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	m := newModel(ctx, o, follower.Updates(), events)
 	m.focus, m.endSession = follower.Focus, endFirst
+	if o.Target.Mode == connect.Sentinel {
+		m.masterCh = o.Target.FollowMaster(sctx)
+	}
 	defer func() { // the caller closes o.Target; the console, what it switched to
 		if m.closeSession != nil {
 			m.endSession()

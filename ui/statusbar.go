@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -24,10 +25,11 @@ const (
 // statusBar is the top line (target, connection, counts, last scan, read-only badge) and the
 // banner under it while the connection is down.
 type statusBar struct {
-	target   connect.Target
-	label    string // extra words about the target (the demo: which server)
-	master   string // the master a Sentinel target follows now ("" until known)
-	readOnly bool
+	target connect.Target
+	label  string // extra words about the target (the demo: which server)
+	// A Sentinel target's monitored master: its name, and its address now ("" until known).
+	masterName, master string
+	readOnly           bool
 
 	conn     connState
 	connErr  string // the last connection error, while reconnecting
@@ -43,6 +45,10 @@ type statusBar struct {
 	// clocks are the servers' clocks and last answers (the scanner's heartbeats), replaced,
 	// never changed in place: a command may hold the map.
 	clocks scanner.Clocks
+}
+
+func newStatusBar(t connect.Target, label string, readOnly bool) statusBar {
+	return statusBar{target: t, label: label, readOnly: readOnly, masterName: t.SentinelMaster()}
 }
 
 // lateAfter is when a server counts as no longer answering: three heartbeats
@@ -118,11 +124,14 @@ func (s *statusBar) warn(w string) bool {
 }
 
 // targetText is "standalone 10.0.0.1:6379", "cluster 10.0.0.1:7000 +2", "redlock×3 a b c",
-// "independent×2 a b" (N servers, each with locks of its own).
+// "independent×2 a b" (N servers, each with locks of its own), "sentinel NAME → 10.0.0.1:6379"
+// (the master the sentinels name now; "…" until they said).
 func (s statusBar) targetText() string {
 	addrs := s.target.Addrs
 	var where string
 	switch {
+	case s.target.Mode == connect.Sentinel:
+		where = s.masterName + " → " + cmp.Or(s.master, "…")
 	case len(addrs) == 0:
 		where = "?"
 	case s.target.Mode == connect.Redlock || s.target.Mode == connect.Independent:
@@ -172,9 +181,13 @@ func (s statusBar) view(width int, now time.Time, counts lockCounts, shown int, 
 	}
 	count := counts.text(shown, filtered)
 	kv := func(k, v string) string { return st.statusKey.Render(k) + st.statusVal.Render(v) }
+	target := segment{st.statusVal.Render(present.SafeText(s.targetText(), 0)), 4}
+	if s.target.Mode == connect.Sentinel {
+		target.priority = 8 // the master followed: what a failover changes, kept before the counts
+	}
 	segs := []segment{
 		{st.title.Render("lockscope"), 2},
-		{st.statusVal.Render(present.SafeText(s.targetText(), 0)), 4},
+		target,
 		conn,
 		{st.statusVal.Render(count), 8},
 		{kv("soon ", strconv.Itoa(counts.soon)), 6},
