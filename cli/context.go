@@ -25,15 +25,20 @@ const flagContext = "context"
 type contextEnv struct {
 	base     func(string) string
 	password string
-	fetched  bool
+	// sentinelPassword is the context's sentinel_password_env, as $LOCKSCOPE_SENTINEL_PASSWORD.
+	sentinelPassword string
+	fetched          bool
 	// readOnlyFromContext: read-only comes from the context, not from --read-only (the
 	// console's `:context` does not carry it to another context).
 	readOnlyFromContext bool
 }
 
 func (e *contextEnv) getenv(name string) string {
-	if name == envPassword && e.fetched {
+	switch {
+	case name == envPassword && e.fetched:
 		return e.password
+	case name == envSentinelPassword && e.fetched:
+		return e.sentinelPassword
 	}
 	return e.base(name)
 }
@@ -80,6 +85,12 @@ func (e *contextEnv) apply(cmd *cobra.Command) error {
 			set(flagIndependent, "true")
 		}
 	}
+	if c.SentinelMaster != "" && modeFlag(cmd) == connect.Standalone {
+		set(flagSentinelMaster, c.SentinelMaster)
+	}
+	if c.SentinelUser != "" {
+		set(flagSentinelUser, c.SentinelUser)
+	}
 	if c.Pattern != "" {
 		set(flagPattern, c.Pattern)
 	}
@@ -97,8 +108,12 @@ func (e *contextEnv) apply(cmd *cobra.Command) error {
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
+	spw, err := c.FetchSentinelPassword(e.base)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
 	// Also when the context names no password: $LOCKSCOPE_PASSWORD is not sent to its servers.
-	e.password, e.fetched = pw, true
+	e.password, e.sentinelPassword, e.fetched = pw, spw, true
 	return nil
 }
 

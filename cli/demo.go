@@ -205,6 +205,9 @@ func demoServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.
 	case opts.Conn.Config.Mode == connect.Independent:
 		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage,
 			errors.New("--independent: the demo's workers share one lock deployment (one server, --cluster or --redlock N)"))
+	case opts.Redlock > 0 && opts.Conn.Config.Mode == connect.Sentinel:
+		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage,
+			errors.New("--redlock with --sentinel-master: a Redlock set is N independent servers, a Sentinel deployment one master"))
 	case opts.Redlock > 0 && opts.Conn.Config.Mode == connect.Standalone:
 		opts.Conn.Config.Mode = connect.Redlock
 	case urls > 1 && opts.Conn.Config.Mode == connect.Standalone:

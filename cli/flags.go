@@ -28,12 +28,17 @@ const (
 	flagReadOnly    = "read-only"
 	flagStuckAfter  = "stuck-after"
 	flagOperator    = "operator"
+	// The --redis URLs name sentinels that monitor the master of this name; their own user.
+	flagSentinelMaster = "sentinel-master"
+	flagSentinelUser   = "sentinel-user"
 )
 
 // Environment variables read by the connection flags.
 const (
 	envRedisURL = "REDIS_URL"          // default --redis when the flag is not given
 	envPassword = "LOCKSCOPE_PASSWORD" // password for URLs that carry none
+	// envSentinelPassword is the sentinels' own password (no flag: passwords never on argv).
+	envSentinelPassword = "LOCKSCOPE_SENTINEL_PASSWORD"
 )
 
 const defaultRedisURL = "redis://127.0.0.1:6379"
@@ -50,6 +55,10 @@ func addConnectionFlags(root *cobra.Command) {
 		"user, password and TLS. Without it a URL that names a cluster node reads the whole cluster anyway")
 	f.Bool(flagRedlock, false, "the --redis URLs are the instances of one Redlock set (each lock is on all of them)")
 	f.Bool(flagIndependent, false, "the --redis URLs are separate servers, each with locks of its own")
+	f.String(flagSentinelMaster, "", "the --redis URLs are sentinels, and NAME the master they monitor: lockscope follows it "+
+		"through failovers (or give one redis+sentinel://host:port,host:port/NAME URL). The URLs' user and password are "+
+		"the master's; the sentinels' are --"+flagSentinelUser+" and $"+envSentinelPassword)
+	f.String(flagSentinelUser, "", "ACL user of the sentinels (with --"+flagSentinelMaster+"); password from $"+envSentinelPassword)
 	f.String(flagTLSCA, "", "PEM file of the CA that signs the servers' TLS certificates (implies TLS)")
 	f.Bool(flagTLSInsecure, false, "do not verify the servers' TLS certificates (implies TLS)")
 	f.String(flagPattern, scanner.DefaultPattern, "key pattern of the locks (SCAN MATCH)")
@@ -105,6 +114,12 @@ func connectionFlags(cmd *cobra.Command, getenv func(string) string) connection 
 	c.Config.TLSCAFile, _ = f.GetString(flagTLSCA)
 	c.Config.TLSInsecure, _ = f.GetBool(flagTLSInsecure)
 	c.Config.Password = getenv(envPassword)
+	c.Config.SentinelMaster, _ = f.GetString(flagSentinelMaster)
+	c.Config.SentinelUser, _ = f.GetString(flagSentinelUser)
+	c.Config.SentinelPassword = getenv(envSentinelPassword)
+	if c.Config.Mode == connect.Standalone && c.Config.SentinelMaster != "" {
+		c.Config.Mode = connect.Sentinel
+	}
 	c.Pattern, _ = f.GetString(flagPattern)
 	c.ReadOnly, _ = f.GetBool(flagReadOnly)
 	c.StuckAfter, _ = f.GetDuration(flagStuckAfter)
@@ -129,13 +144,17 @@ func modeFlag(cmd *cobra.Command) connect.Mode {
 	return connect.Standalone
 }
 
-// checkModeFlags refuses more than one of --cluster, --redlock and --independent.
+// checkModeFlags refuses more than one of --cluster, --redlock, --independent and
+// --sentinel-master.
 func checkModeFlags(cmd *cobra.Command) error {
 	var given []string
 	for _, m := range modeFlags {
 		if on, err := cmd.Flags().GetBool(m.name); err == nil && on {
 			given = append(given, "--"+m.name)
 		}
+	}
+	if name, _ := cmd.Flags().GetString(flagSentinelMaster); name != "" {
+		given = append(given, "--"+flagSentinelMaster)
 	}
 	if len(given) > 1 {
 		return withExit(exitUsage, fmt.Errorf("%s: give one of them", strings.Join(given, " and ")))

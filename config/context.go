@@ -12,6 +12,11 @@
 //	    tls_insecure: false
 //	    password_env: PROD_REDIS_PASSWORD   # or
 //	    password_cmd: pass show redis/prod  # run with sh -c, its first line is the password
+//	  orders:
+//	    redis: [redis://10.0.1.1:26379, redis://10.0.1.2:26379]   # the sentinels
+//	    sentinel_master: orders             # mode sentinel: the master they monitor
+//	    sentinel_user: watcher              # the sentinels' own ACL user and password
+//	    sentinel_password_env: SENTINEL_PASSWORD
 //
 // A password is never stored in the file: a `password` field, or a password in a URL, is
 // refused. The package only reads and checks the file and fetches the password; connecting
@@ -41,6 +46,9 @@ const (
 	ModeCluster     = "cluster"
 	ModeRedlock     = "redlock"
 	ModeIndependent = "independent"
+	// ModeSentinel: the URLs are sentinels (sentinel_master names the master, or the URL is
+	// redis+sentinel://hosts/NAME); a context with sentinel_master is one without saying so.
+	ModeSentinel = "sentinel"
 )
 
 // EnvConfig names another config file than the XDG one.
@@ -57,6 +65,11 @@ type Context struct {
 	TLSInsecure bool     `yaml:"tls_insecure"`
 	PasswordEnv string   `yaml:"password_env"`
 	PasswordCmd string   `yaml:"password_cmd"`
+	// SentinelMaster, SentinelUser and SentinelPasswordEnv are --sentinel-master,
+	// --sentinel-user and the variable that holds the sentinels' password.
+	SentinelMaster      string `yaml:"sentinel_master"`
+	SentinelUser        string `yaml:"sentinel_user"`
+	SentinelPasswordEnv string `yaml:"sentinel_password_env"`
 	// Password is only declared to refuse it with a clear message.
 	Password string `yaml:"password"`
 }
@@ -143,20 +156,35 @@ func (c Context) check() error {
 				return errors.New("a password in a redis URL is refused: use password_env or password_cmd")
 			}
 		}
+		// A URL of several sentinels (h1:p1,h2:p2) does not parse: look for its parts.
+		if at := strings.LastIndex(raw, "@"); at >= 0 && strings.Contains(raw[:at], "://") && strings.Contains(raw[strings.Index(raw, "://")+3:at], ":") {
+			return errors.New("a password in a redis URL is refused: use password_env or password_cmd")
+		}
+		if strings.Contains(raw, "sentinel_password=") {
+			return errors.New("a sentinel password in a redis URL is refused: use sentinel_password_env")
+		}
+	}
+	sentinel := c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, isSentinelURL)
+	if sentinel && c.Mode != "" && c.Mode != ModeSentinel {
+		return fmt.Errorf("mode %s with sentinel_master or a redis+sentinel:// URL: a Sentinel deployment is mode %s", c.Mode, ModeSentinel)
 	}
 	switch c.Mode {
+	case ModeSentinel:
+		if !sentinel {
+			return errors.New("mode sentinel: give sentinel_master (the URLs are the sentinels) or a redis+sentinel://hosts/NAME URL")
+		}
 	case ModeCluster, ModeIndependent:
 	case ModeRedlock:
 		if len(c.URLs) < 2 {
 			return errors.New("mode redlock takes several redis URLs")
 		}
 	case "", ModeStandalone:
-		if len(c.URLs) != 1 {
+		if len(c.URLs) != 1 && !sentinel {
 			return fmt.Errorf("%d redis URLs: say what they are with mode %s, %s or %s", len(c.URLs),
 				ModeRedlock, ModeIndependent, ModeCluster)
 		}
 	default:
-		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeStandalone, ModeCluster, ModeRedlock, ModeIndependent)
+		return fmt.Errorf("mode %q: want %s, %s, %s, %s or %s", c.Mode, ModeStandalone, ModeCluster, ModeRedlock, ModeIndependent, ModeSentinel)
 	}
 	return nil
 }
@@ -184,12 +212,35 @@ func (f *File) Get(name string) (Context, error) {
 	return c, nil
 }
 
-// ResolvedMode is the context's mode, standalone when it names none.
+// ResolvedMode is the context's mode: sentinel when it names a master or a sentinel URL,
+// standalone when it names none.
 func (c Context) ResolvedMode() string {
-	if c.Mode != "" {
+	switch {
+	case c.Mode != "":
 		return c.Mode
+	case c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, isSentinelURL):
+		return ModeSentinel
 	}
 	return ModeStandalone
+}
+
+// isSentinelURL: redis+sentinel:// or rediss+sentinel://.
+func isSentinelURL(raw string) bool {
+	scheme, _, _ := strings.Cut(strings.ToLower(raw), "://")
+	return scheme == "redis+sentinel" || scheme == "rediss+sentinel"
+}
+
+// FetchSentinelPassword is the sentinels' password: the variable sentinel_password_env
+// names; "" when the context names none.
+func (c Context) FetchSentinelPassword(getenv func(string) string) (string, error) {
+	if c.SentinelPasswordEnv == "" {
+		return "", nil
+	}
+	pw := getenv(c.SentinelPasswordEnv)
+	if pw == "" {
+		return "", fmt.Errorf("context %s: $%s (sentinel_password_env) is empty", c.Name, c.SentinelPasswordEnv)
+	}
+	return pw, nil
 }
 
 // PasswordSource says where the password comes from, for listings ("env PROD_PW", "cmd",

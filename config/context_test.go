@@ -24,13 +24,17 @@ func load(t *testing.T, yaml string) (*File, error) {
 
 func TestLoadRefusesWhatItCannotUseSafely(t *testing.T) {
 	for yaml, want := range map[string]string{
-		"contexts:\n  a:\n    redis: [redis://h:1]\n    password: x\n":                   "a password in clear is refused",
-		"contexts:\n  a:\n    redis: [redis://u:pw@h:1]\n":                               "a password in a redis URL is refused",
-		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n    mode: standalone\n": "2 redis URLs: say what they are with mode redlock, independent or cluster",
-		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n":                       "2 redis URLs: say what they are",
-		"contexts:\n  a:\n    redis: [redis://h:1]\n    mode: sentinel\n":                `mode "sentinel"`,
-		"contexts:\n  a:\n    redis: [redis://h:1]\n    pattrn: x\n":                     "field pattrn not found",
-		"contexts:\n  a:\n    mode: cluster\n":                                           "no redis URL",
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    password: x\n":                           "a password in clear is refused",
+		"contexts:\n  a:\n    redis: [redis://u:pw@h:1]\n":                                       "a password in a redis URL is refused",
+		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n    mode: standalone\n":         "2 redis URLs: say what they are with mode redlock, independent or cluster",
+		"contexts:\n  a:\n    redis: [redis://h:1, redis://h:2]\n":                               "2 redis URLs: say what they are",
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    mode: sentinel\n":                        "mode sentinel: give sentinel_master",
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    mode: primary\n":                         `mode "primary"`,
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    mode: cluster\n    sentinel_master: m\n": "mode cluster with sentinel_master",
+		"contexts:\n  a:\n    redis: [\"redis+sentinel://u:pw@h:1,h:2/m\"]\n":                    "a password in a redis URL is refused",
+		"contexts:\n  a:\n    redis: [\"redis+sentinel://h:1/m?sentinel_password=x\"]\n":         "use sentinel_password_env",
+		"contexts:\n  a:\n    redis: [redis://h:1]\n    pattrn: x\n":                             "field pattrn not found",
+		"contexts:\n  a:\n    mode: cluster\n":                                                   "no redis URL",
 	} {
 		_, err := load(t, yaml)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -51,6 +55,24 @@ func TestContextDefaultsAndPassword(t *testing.T) {
 	one, _ := f.Get("one")
 	set, _ := f.Get("set")
 	if one.ResolvedMode() != ModeStandalone || set.ResolvedMode() != ModeIndependent {
+		t.Errorf("modes %q %q", one.ResolvedMode(), set.ResolvedMode())
+	}
+	sf, err := load(t, "contexts:\n  s:\n    redis: [redis://h:1, redis://h:2]\n    sentinel_master: m\n    sentinel_password_env: SPW\n"+
+		"  u:\n    redis: [\"redis+sentinel://h:1,h:2/m\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, u := sf.Contexts["s"], sf.Contexts["u"]
+	if s.ResolvedMode() != ModeSentinel || u.ResolvedMode() != ModeSentinel {
+		t.Errorf("sentinel modes %q %q", s.ResolvedMode(), u.ResolvedMode())
+	}
+	if pw, err := s.FetchSentinelPassword(func(k string) string { return map[string]string{"SPW": "spw"}[k] }); err != nil || pw != "spw" {
+		t.Errorf("sentinel_password_env: %q %v", pw, err)
+	}
+	if _, err := s.FetchSentinelPassword(func(string) string { return "" }); err == nil {
+		t.Error("an empty sentinel_password_env is taken")
+	}
+	if one.ResolvedMode() != ModeStandalone {
 		t.Errorf("modes %q %q", one.ResolvedMode(), set.ResolvedMode())
 	}
 	if pw, err := set.FetchPassword(context.Background(), func(string) string { return "" }); err != nil || pw != "pw-from-cmd" {

@@ -47,7 +47,7 @@ func OnServers(t connect.Target) (Servers, error) {
 		Redlock: t.Mode == connect.Redlock,
 		Dial:    func(i int) redis.UniversalClient { return dials[i]() },
 	}
-	if t.Mode == connect.Cluster {
+	if t.Mode == connect.Cluster || t.Mode == connect.Sentinel { // one client: one instance
 		d.Addrs = []string{strings.Join(t.Addrs, ",")}
 	}
 	return d, nil

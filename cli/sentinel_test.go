@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+)
+
+// Every command works through Sentinel, in both forms (--sentinel-master with the sentinels'
+// URLs, one redis+sentinel:// URL): ls, show, extend, release and the demo, and ls after
+// SENTINEL FAILOVER reads the promoted master.
+func TestCLIThroughSentinel(t *testing.T) {
+	r := redistest.StartReplicated(t, 1, 1)
+	c := r.Client()
+	seedLocks(t, c)
+	flagForm := []string{"--redis", redisURL(r.SentinelAddrs[0]), "--sentinel-master", redistest.MasterName}
+	urlForm := []string{"--redis", "redis+sentinel://" + r.SentinelAddrs[0] + "/" + redistest.MasterName}
+	keys := func(form []string) []string {
+		t.Helper()
+		res := runCLI(t, cliOpts{}, append([]string{"ls", "--json"}, form...)...)
+		expectExit(t, res, exitOK)
+		var out []string
+		for _, obj := range jsonLines(t, res.stdout) {
+			out = append(out, obj["key"].(string))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := "[lock:binary lock:forever lock:list lock:old lock:redisson]"
+	if got := fmt.Sprint(keys(flagForm)); got != want {
+		t.Fatalf("ls through the sentinels: %s, want %s", got, want)
+	}
+	res := runCLI(t, cliOpts{}, append([]string{"show", "lock:old"}, urlForm...)...)
+	expectExit(t, res, exitOK)
+	if !strings.Contains(res.stdout, oldLock) {
+		t.Errorf("show does not print the lock's value:\n%s", res)
+	}
+	res = runCLI(t, cliOpts{}, append([]string{"extend", "lock:old", "--ttl", "2h", "--expect", oldLock}, flagForm...)...)
+	expectExit(t, res, exitOK)
+
+	if err := r.WaitSynced(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	old := r.Nodes[0]
+	promoted, err := r.Failover(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if promoted == old {
+		t.Fatal("the master did not change")
+	}
+	if got := fmt.Sprint(keys(urlForm)); got != want {
+		t.Fatalf("ls after the failover: %s, want %s", got, want)
+	}
+	ctx := context.Background()
+	if ttl := promoted.Client().PTTL(ctx, "lock:old").Val(); ttl < 119*time.Minute {
+		t.Errorf("the promoted master has lock:old with TTL %v: the extend did not reach it", ttl)
+	}
+	res = runCLI(t, cliOpts{}, append([]string{"release", "lock:old", "--expect", oldLock}, flagForm...)...)
+	expectExit(t, res, exitOK)
+	if n := promoted.Client().Exists(ctx, "lock:old").Val(); n != 0 {
+		t.Error("release after the failover did not delete lock:old on the new master")
+	}
+
+	res = runCLI(t, cliOpts{}, append([]string{"demo", "--headless", "--duration", "1500ms", "--ttl", "1s", "--json"}, flagForm...)...)
+	expectExit(t, res, exitOK)
+	sum := jsonLines(t, compactJSON(t, res.stdout))[0]
+	label := "sentinel " + redistest.MasterName + " → " + promoted.Addr + " (sentinels " + r.SentinelAddrs[0] + ")"
+	if sum["server"] != label || sum["sections"].(float64) < 1 || sum["overlaps"].(float64) != 0 {
+		t.Errorf("demo through the sentinels: %v, want server %q", sum, label)
+	}
+	if left := promoted.Client().Keys(ctx, "*lock:demo:*").Val(); len(left) != 0 {
+		t.Errorf("the demo left %v on the master", left)
+	}
+}
+
+// Each way a Sentinel connection fails is one line with its documented exit code, without
+// the password; the sentinels' own user and password come from --sentinel-user and
+// $LOCKSCOPE_SENTINEL_PASSWORD, or from a context's sentinel_user and sentinel_password_env.
+func TestCLISentinelErrors(t *testing.T) {
+	r := redistest.StartReplicated(t, 0, 1)
+	ctx := context.Background()
+	sentinel, master := r.SentinelAddrs[0], r.Nodes[0].Addr
+	if err := r.Sentinels[0].Client().Do(ctx, "ACL", "SETUSER", "watcher", "on", ">spw-right", "+@all", "&*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Nodes[0].Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">mpw-right", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	free, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := redistest.MasterName
+	cases := []struct {
+		what string
+		env  []string
+		args []string
+		code int
+		says string
+	}{
+		{"sentinels unreachable", nil, []string{"--redis", fmt.Sprintf("redis://127.0.0.1:%d", free), "--sentinel-master", name},
+			exitUnreachable, "no sentinel answers"},
+		{"unknown master name", nil, []string{"--redis", redisURL(sentinel), "--sentinel-master", "nosuch"},
+			exitUsage, `monitors no master named "nosuch"`},
+		{"not a sentinel", nil, []string{"--redis", redisURL(master), "--sentinel-master", name},
+			exitUsage, master + " is not a sentinel"},
+		{"wrong sentinel password", []string{envSentinelPassword + "=spw-wrong"},
+			[]string{"--redis", redisURL(sentinel), "--sentinel-master", name, "--sentinel-user", "watcher"},
+			exitAuth, "authentication failed at sentinel"},
+		{"wrong master password", []string{envPassword + "=mpw-wrong"},
+			[]string{"--redis", "redis://app@" + sentinel, "--sentinel-master", name},
+			exitAuth, "authentication failed at the master " + master},
+		{"with --cluster", nil, []string{"--redis", redisURL(sentinel), "--sentinel-master", name, "--cluster"},
+			exitUsage, "--cluster and --sentinel-master"},
+		{"with --redlock", nil, []string{"--redis", redisURL(sentinel), "--sentinel-master", name, "--redlock"},
+			exitUsage, "--redlock and --sentinel-master"},
+		{"a sentinel URL with --independent", nil, []string{"--redis", "redis+sentinel://" + sentinel + "/" + name, "--independent"},
+			exitUsage, "with --independent"},
+	}
+	for _, c := range cases {
+		res := runCLI(t, cliOpts{env: c.env}, append([]string{"ls"}, c.args...)...)
+		if res.code != c.code || !strings.Contains(res.stderr, c.says) || strings.Count(res.stderr, "\n") != 1 ||
+			strings.Contains(res.stderr, "-wrong") {
+			t.Errorf("%s: want exit %d, one line saying %q:\n%s", c.what, c.code, c.says, res)
+		}
+	}
+	res := runCLI(t, cliOpts{}, "demo", "--headless", "--redlock", "3", "--redis", redisURL(sentinel), "--sentinel-master", name)
+	expectExit(t, res, exitUsage)
+
+	// The right credentials, from the environment and from a context.
+	env := []string{envSentinelPassword + "=spw-right", envPassword + "=mpw-right"}
+	res = runCLI(t, cliOpts{env: env}, "ls", "--redis", "redis://app@"+sentinel, "--sentinel-master", name, "--sentinel-user", "watcher")
+	expectExit(t, res, exitOK)
+	xdg := writeConfig(t, "contexts:\n  orders:\n    redis: [redis://app@"+sentinel+"]\n    sentinel_master: "+name+
+		"\n    sentinel_user: watcher\n    sentinel_password_env: ORDERS_SENTINEL_PW\n    password_env: ORDERS_PW\n")
+	res = runCLI(t, cliOpts{env: []string{xdg, "ORDERS_SENTINEL_PW=spw-right", "ORDERS_PW=mpw-right"}}, "ls", "--context", "orders")
+	expectExit(t, res, exitOK)
+	res = runCLI(t, cliOpts{env: []string{xdg, "ORDERS_SENTINEL_PW=spw-wrong", "ORDERS_PW=mpw-right"}}, "ls", "--context", "orders")
+	expectExit(t, res, exitAuth)
+	res = runCLI(t, cliOpts{env: []string{xdg}}, "contexts")
+	expectExit(t, res, exitOK)
+	if !strings.Contains(res.stdout, "orders  sentinel") {
+		t.Errorf("contexts does not list the sentinel mode:\n%s", res)
+	}
+}
