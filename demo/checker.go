@@ -45,7 +45,14 @@ type Counters struct {
 	ObtainErrors      int64 `json:"obtain_errors"`       // Obtain calls that failed or timed out
 	Crashes           int64 `json:"crashes"`             // workers crashed (by the scenario or by hand)
 	Pauses            int64 `json:"pauses"`              // workers frozen
-	Failovers         int64 `json:"failovers"`           // instances stopped and restarted empty
+	Failovers         int64 `json:"failovers"`           // instances stopped and restarted empty, or masters killed
+	// OverlappingHolders are sections that wrote (accepted or refused) after their lock had
+	// been given to another worker: two holders acting at once. Fencing makes it harmless.
+	OverlappingHolders int64 `json:"overlapping_holders"`
+	LocksLost          int64 `json:"locks_lost"`        // locks held on a killed master that its promoted replica did not have
+	Promotions         int64 `json:"promotions"`        // replicas promoted to master (failover-replica)
+	TokenJumps         int64 `json:"token_jumps"`       // first tokens after a promotion whose counter the new master had lost: the clock floor's
+	TokenRegressions   int64 `json:"token_regressions"` // first tokens after a promotion not above the last one before: must be 0
 }
 
 // Unsafe says whether the protected resource failed to protect: two critical sections
@@ -62,8 +69,9 @@ type section struct {
 	owner    string // the lock's value (OwnerCompare)
 	phase    Scenario
 
-	superseded bool // another section's write was accepted after this one's last accepted write
-	overlapped bool // counted as an overlap already
+	superseded  bool // another section's write was accepted after this one's last accepted write
+	overlapped  bool // counted as an overlap already
+	overlapping bool // counted as an overlapping holder already
 }
 
 // resourceState is the protected resource itself: what it accepted, and what the checker
@@ -75,6 +83,7 @@ type resourceState struct {
 	newest     *section // the latest-entered section with an accepted write
 	lastHolder int      // worker of the last section entered, for hand-offs
 	lastOwner  string   // the lock value of the last section entered: the only one of this run the key can still hold after Stop
+	lastOpened uint64   // id of the last section entered
 	accepted   int64    // writes accepted
 	crashed    *crashRecord
 }
@@ -100,10 +109,14 @@ type checker struct {
 	resources map[string]*resourceState
 	phases    map[Scenario]*phaseStats
 	total     phaseStats
+	// afterPromotion: per resource, the promotion waiting for its first token (failover-replica)
+	afterPromotion map[string]*PromotedResource
+	promotions     []*Promotion
 }
 
 func newChecker(p Protection) *checker {
-	return &checker{protection: p, resources: map[string]*resourceState{}, phases: map[Scenario]*phaseStats{}}
+	return &checker{protection: p, resources: map[string]*resourceState{}, phases: map[Scenario]*phaseStats{},
+		afterPromotion: map[string]*PromotedResource{}}
 }
 
 func (c *checker) resource(name string) *resourceState {
@@ -134,7 +147,8 @@ func (c *checker) open(resource string, worker int, token int64, owner string, p
 	s := &section{id: c.nextID, resource: resource, worker: worker, token: token, owner: owner, phase: phase}
 	rs := c.resource(resource)
 	handoff := rs.lastHolder != 0 && rs.lastHolder != worker
-	rs.lastHolder, rs.lastOwner = worker, owner
+	rs.lastHolder, rs.lastOwner, rs.lastOpened = worker, owner, s.id
+	c.firstTokenLocked(s)
 	c.count(phase, func(k *Counters) {
 		k.Sections++
 		if handoff {
@@ -188,6 +202,10 @@ func (c *checker) write(s *section) bool {
 }
 
 func (c *checker) writeLocked(rs *resourceState, s *section) bool {
+	if rs.lastOpened > s.id && !s.overlapping {
+		s.overlapping = true
+		c.count(s.phase, func(k *Counters) { k.OverlappingHolders++ })
+	}
 	stale := false
 	switch c.protection {
 	case FencingTokens:

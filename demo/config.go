@@ -102,6 +102,10 @@ func (c Config) withDefaults() (Config, error) {
 			"(--redlock 3: three embedded servers, or three --redis URLs): with one server, or fewer instances, losing one leaves no quorum",
 			ErrBadConfig, failoverMinInstances)
 	}
+	if (c.Scenario == FailoverReplica) != (c.Servers.Replication != nil) {
+		return c, fmt.Errorf("%w: the failover-replica scenario runs on, and only on, the demo's own master, replica and sentinel "+
+			"(StartReplicaSet; lockscope demo --scenario failover-replica without --redis or --redlock)", ErrBadConfig)
+	}
 	if c.PhaseLength == 0 {
 		n := len(phasesFor(c.Scenario, c.failoverPossible()))
 		if c.Duration > 0 {

@@ -36,6 +36,9 @@ type Controller struct {
 	stopped      bool
 	stoppedAt    time.Time
 	instanceDown int // index of the instance down for a failover, -1 when none
+	// failover-replica: the master the workers follow, the one before the last switch, and
+	// the one being failed over now ("" when none)
+	master, previousMaster, failingOver string
 	stopOnce     sync.Once
 
 	// crashArmed: the next naive worker to win a SETNX crashes before its EXPIRE (the crash
@@ -102,6 +105,11 @@ func Start(cfg Config) (*Controller, error) {
 	}
 	if err := c.probe(); err != nil {
 		return nil, err
+	}
+	if r := cfg.Servers.Replication; r != nil {
+		if c.master, err = r.Master(context.Background()); err != nil {
+			return nil, err
+		}
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.started = time.Now()

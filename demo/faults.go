@@ -21,6 +21,10 @@ const (
 
 // injectFaults provokes the faults of the current phase until the run stops.
 func (c *Controller) injectFaults() {
+	if c.cfg.Scenario == FailoverReplica {
+		c.failoverReplicaLoop()
+		return
+	}
 	tick := time.NewTicker(c.cfg.TTL / 4)
 	defer tick.Stop()
 	var phase Scenario

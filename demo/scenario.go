@@ -16,10 +16,13 @@ const (
 	Pause    Scenario = "pause"    // a holder freezes past its TTL, then writes late: the resource refuses it
 	Failover Scenario = "failover" // Redlock: one instance stops and comes back empty
 	Mixed    Scenario = "mixed"    // the others in turn, one phase each
+	// FailoverReplica: the demo's own master, replica and sentinel; the master dies with its
+	// replica behind, and the locks it handed out meanwhile are lost in the promotion.
+	FailoverReplica Scenario = "failover-replica"
 )
 
 // Scenarios lists every scenario name, in the order of --help.
-var Scenarios = []Scenario{Healthy, Slow, Crash, Pause, Failover, Mixed}
+var Scenarios = []Scenario{Healthy, Slow, Crash, Pause, Failover, Mixed, FailoverReplica}
 
 // ParseScenario reads a --scenario value.
 func ParseScenario(s string) (Scenario, error) {

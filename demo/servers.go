@@ -22,6 +22,9 @@ type Servers struct {
 	// them back, deletes its own lock keys there (compare-and-delete): what a restart without
 	// persistence would have done to them.
 	Faults InstanceFaults
+	// Replication is the demo's own master, replica and sentinel (the failover-replica
+	// scenario fails the master over); nil otherwise.
+	Replication *ReplicaSet
 }
 
 // InstanceFaults stops an instance and brings it back without its data.

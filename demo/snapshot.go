@@ -7,6 +7,9 @@ type Snapshot struct {
 	Server       string     // which server is in use (Servers.Label)
 	Addrs        []string   // the instances
 	InstanceDown int        // index in Addrs of the instance down for a failover, -1 when none
+	// failover-replica: the master the workers follow, the one before the last switch ("" before
+	// any), and the master being failed over now ("" when none)
+	Master, PreviousMaster, FailingOver string
 	Scenario     Scenario   // the scenario asked for
 	Phase        Scenario   // the phase running now (= Scenario unless mixed)
 	Protection   Protection // how the resource refuses stale writers
@@ -60,6 +63,7 @@ func (c *Controller) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.InstanceDown = c.instanceDown
+	s.Master, s.PreviousMaster, s.FailingOver = c.master, c.previousMaster, c.failingOver
 	s.Stopped = c.stopped
 	for _, w := range c.workers {
 		s.Workers = append(s.Workers, w.snapshot())

@@ -33,6 +33,9 @@ type Summary struct {
 	HandoffsPerS float64 `json:"handoffs_per_s"`
 
 	Phases []PhaseSummary `json:"scenarios"` // one per scenario that ran, in phase order
+	// PromotionLog is every failover of a failover-replica run: the tokens before, on the
+	// promoted replica, and after.
+	PromotionLog []Promotion `json:"promotion_log,omitempty"`
 }
 
 // PhaseSummary is what one scenario measured (in a mixed run: all its phases together).
@@ -67,6 +70,7 @@ func (c *Controller) Summary() Summary {
 		WaitP99Ms:    ms(wait.quantile(0.99)),
 		HandoffsPerS: perSecond(counters.Handoffs, elapsed),
 	}
+	s.PromotionLog = c.checker.promotionLog()
 	spent := c.phaseDurations(elapsed)
 	for _, p := range c.phases {
 		pc, pw := c.checker.phase(p)
@@ -160,6 +164,9 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nfaults: %d crashes, %d pauses, %d failovers; %d sections given up after losing the lock; %d obtain errors\n",
 		s.Crashes, s.Pauses, s.Failovers, s.LostSections, s.ObtainErrors)
+	if s.Scenario == FailoverReplica {
+		s.writeFailovers(&b)
+	}
 	for _, note := range s.missedScenarios() {
 		fmt.Fprintf(&b, "note: %s\n", note)
 	}
@@ -178,7 +185,7 @@ func (s Summary) WriteText(w io.Writer) error {
 func (s Summary) missedScenarios() []string {
 	var notes []string
 	for _, p := range s.Phases {
-		faults := map[Scenario]int64{Crash: p.Crashes, Pause: p.Pauses, Failover: p.Failovers}
+		faults := map[Scenario]int64{Crash: p.Crashes, Pause: p.Pauses, Failover: p.Failovers, FailoverReplica: p.Promotions}
 		n, hasFault := faults[p.Scenario]
 		switch {
 		case p.DurationS == 0:

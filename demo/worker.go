@@ -175,6 +175,7 @@ const (
 	workLost                       // the lock was lost (Lost() closed) before the write
 	workCrashed                    // the worker crashed
 	workStopped                    // the run is over
+	workFenced                     // a progress write was refused (failover-replica)
 )
 
 // section is one critical section: obtain, claim the resource, work, write, release.
@@ -216,7 +217,18 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 	}
 
 	w.set(func(w *worker) { w.state = Working })
-	switch c.work(inc, lock, work) {
+	var progress func() bool
+	if sec.phase == FailoverReplica {
+		progress = func() bool { return c.checker.write(sec) }
+	}
+	switch c.work(inc, lock, work, progress) {
+	case workFenced:
+		// The resource refused a progress write: the lock is someone else's now.
+		c.staleWrite(w, sec)
+		c.checker.note(sec.phase, func(k *Counters) { k.LostSections++ })
+		w.set(func(w *worker) { w.lost++; w.lastError = "a progress write was refused: the lock went to another worker" })
+		c.release(lock)
+		return c.ctx.Err() == nil
 	case workCrashed:
 		c.crashedHolding(sec, lock)
 		return false
@@ -240,14 +252,23 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 }
 
 // work holds the lock for d, watching for a pause, a crash, the lock's loss and the end of
-// the run.
+// the run. With progress (failover-replica), the holder writes its progress every
+// progressEveryTTLs, each time after checking its lock: a write the resource refuses ends
+// the section (workFenced). A holder whose lock a failover lost learns it at its next
+// renewal; until then those writes are the ones fencing must refuse.
 //
 // A pause models a stop-the-world GC pause that strikes after the worker's last "do I still
 // hold the lock?" check and before its write: when it wakes it writes at once, unaware that
 // time passed. That late write is what fencing (or the owner compare) must refuse.
-func (c *Controller) work(inc *incarnation, lock heldLock, d time.Duration) workOutcome {
+func (c *Controller) work(inc *incarnation, lock heldLock, d time.Duration, progress func() bool) workOutcome {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	var tick <-chan time.Time
+	if progress != nil {
+		t := time.NewTicker(ttls(c.cfg.TTL, progressEveryTTLs))
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		st, changed := inc.gate.current()
 		switch st {
@@ -270,6 +291,15 @@ func (c *Controller) work(inc *incarnation, lock heldLock, d time.Duration) work
 			default:
 				return workDone
 			}
+		case <-tick:
+			select {
+			case <-lock.Lost():
+				return workLost
+			default:
+			}
+			if !progress() {
+				return workFenced
+			}
 		case <-changed:
 		case <-lock.Lost():
 			return workLost
@@ -282,7 +312,8 @@ func (c *Controller) work(inc *incarnation, lock heldLock, d time.Duration) work
 // planWork draws how long a section works in phase.
 func (c *Controller) planWork(rng *rand.Rand, phase Scenario) time.Duration {
 	lo, hi := workMinTTLs, workMaxTTLs
-	if phase == Slow && rng.Float64() < slowShare {
+	// failover-replica: long sections too, so that some span a failover.
+	if (phase == Slow || phase == FailoverReplica) && rng.Float64() < slowShare {
 		lo, hi = slowMinTTLs, slowMaxTTLs
 	}
 	return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(c.cfg.TTL))

@@ -1,0 +1,474 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockscope/lockscope/connect"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoRedisServer: the failover-replica scenario runs real redis-server processes.
+var ErrNoRedisServer = errors.New("the failover-replica scenario needs redis-server on PATH " +
+	"(it starts a master, a replica and a sentinel of its own): apt-get install redis-server")
+
+// ReplicaMasterName is the name the demo's sentinel monitors its master under.
+const ReplicaMasterName = "lockscope-demo"
+
+// Sentinel timings: a dead master is noticed after half a second and replaced within about
+// two, so that a holder whose lock the failover lost still believes it holds it when another
+// worker takes it on the new master (a lock's validity is its TTL, 2 s by default).
+const (
+	replicaDownAfterMs       = 500
+	replicaFailoverTimeoutMs = 3000
+	replicaStartTimeout      = 10 * time.Second
+)
+
+// ReplicaSet is a master, one replica and one sentinel: real redis-server processes the demo
+// starts in a temporary directory of its own, on free loopback ports, and kills (with the
+// directory) at Close. Each process also dies with lockscope (Pdeathsig), so none outlives
+// it. It touches nothing it did not start.
+type ReplicaSet struct {
+	bin      string
+	dir      string
+	nodes    [2]*redisProcess // data nodes: nodes[0] starts as the master
+	sentinel *redisProcess
+
+	closeOnce sync.Once
+}
+
+// redisProcess is one redis-server the ReplicaSet started.
+type redisProcess struct {
+	addr string
+	args []string // after the fixed ones (port, dir, log file)
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	starts int
+}
+
+// StartReplicaSet starts the master, the replica (in sync before it returns) and the
+// sentinel (knowing the replica before it returns). ErrNoRedisServer when redis-server is
+// not on PATH.
+func StartReplicaSet(ctx context.Context) (*ReplicaSet, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNoRedisServer
+	}
+	dir, err := os.MkdirTemp("", "lockscope-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	r := &ReplicaSet{bin: bin, dir: dir}
+	if err := r.start(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *ReplicaSet) start(ctx context.Context) error {
+	var err error
+	if r.nodes[0], err = r.launchNew(ctx, "node0"); err != nil {
+		return err
+	}
+	master := r.nodes[0].addr
+	if r.nodes[1], err = r.launchNew(ctx, "node1", "--replicaof", "127.0.0.1", portOf(master)); err != nil {
+		return err
+	}
+	if err := r.waitSynced(ctx, master, replicaStartTimeout); err != nil {
+		return err
+	}
+	conf := filepath.Join(r.dir, "sentinel.conf")
+	text := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]s 1\n"+
+		"sentinel down-after-milliseconds %[1]s %[3]d\n"+
+		"sentinel failover-timeout %[1]s %[4]d\n"+
+		// Known from the start: discovering it takes the sentinel's first INFO round.
+		"sentinel known-replica %[1]s 127.0.0.1 %[5]s\n",
+		ReplicaMasterName, portOf(master), replicaDownAfterMs, replicaFailoverTimeoutMs, portOf(r.nodes[1].addr))
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if r.sentinel, err = r.launchNew(ctx, "sentinel", conf, "--sentinel"); err != nil {
+		return err
+	}
+	return r.waitSentinelReady(ctx, replicaStartTimeout)
+}
+
+// launchNew starts a process on a free port (a few ports are tried: another process may
+// take a free port between our probe and redis-server's bind).
+func (r *ReplicaSet) launchNew(ctx context.Context, name string, args ...string) (*redisProcess, error) {
+	var last error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p := &redisProcess{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), args: args}
+		if last = r.launch(ctx, p, name); last == nil {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("demo: start redis-server (%s): %w", name, last)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("demo: no free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// launch starts p's process and waits until it answers PING.
+func (r *ReplicaSet) launch(ctx context.Context, p *redisProcess, name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.starts++
+	logPath := filepath.Join(r.dir, fmt.Sprintf("%s-%d.log", name, p.starts))
+	common := []string{"--port", portOf(p.addr), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--dir", r.dir, "--logfile", logPath}
+	var args []string
+	if n := len(p.args); n > 0 && p.args[n-1] == "--sentinel" {
+		args = append(append(args, p.args...), common...) // the config file and --sentinel come first
+	} else {
+		// A data node: its own RDB file, and a full sync without the default 5 s wait for more replicas.
+		args = append(append(args, common...), "--dbfilename", name+".rdb", "--repl-diskless-sync-delay", "0")
+		args = append(args, p.args...)
+	}
+	cmd := exec.Command(r.bin, args...)
+	// The servers die with lockscope, however it ends (a kill -9 included).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited = cmd, exited
+	deadline := time.Now().Add(replicaStartTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("redis-server on %s exited at start: %s", p.addr, lastLine(log))
+		default:
+		}
+		if pingAddr(ctx, p.addr) == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.killLocked()
+	return fmt.Errorf("redis-server on %s did not answer PING within %v", p.addr, replicaStartTimeout)
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+func pingAddr(ctx context.Context, addr string) error {
+	c := adminClient(addr)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
+
+// adminClient is a one-off client of the set's own tooling: no retries, short timeouts.
+func adminClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+}
+
+// signal sends sig to the process if it runs.
+func (p *redisProcess) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// kill sends SIGKILL (a paused process too) and waits until it has exited.
+func (p *redisProcess) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.killLocked()
+}
+
+func (p *redisProcess) killLocked() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	p.cmd = nil
+}
+
+// Close kills every process and removes the directory.
+func (r *ReplicaSet) Close() {
+	r.closeOnce.Do(func() {
+		for _, p := range append(r.nodes[:], r.sentinel) {
+			if p != nil {
+				p.kill()
+			}
+		}
+		_ = os.RemoveAll(r.dir)
+	})
+}
+
+// Dir is the set's temporary directory (removed at Close).
+func (r *ReplicaSet) Dir() string { return r.dir }
+
+// SentinelAddr is the sentinel's address.
+func (r *ReplicaSet) SentinelAddr() string { return r.sentinel.addr }
+
+// Label names the set for a status bar.
+func (r *ReplicaSet) Label() string {
+	return fmt.Sprintf("redis-server master + replica + sentinel %s (%s)", r.sentinel.addr, ReplicaMasterName)
+}
+
+// failoverOptions are the options of every failover client of the set: short timeouts (a
+// dead master must fail fast), and one retry (a pooled connection is dead after a switch).
+func (r *ReplicaSet) failoverOptions() *redis.FailoverOptions {
+	return &redis.FailoverOptions{
+		MasterName:    ReplicaMasterName,
+		SentinelAddrs: []string{r.sentinel.addr},
+		Protocol:      2,
+		DialTimeout:   250 * time.Millisecond,
+		ReadTimeout:   time.Second,
+		WriteTimeout:  time.Second,
+		MaxRetries:    1,
+		PoolSize:      4,
+	}
+}
+
+// Servers are the set as the demo's: each worker dials its own failover client, which asks
+// the sentinel for the master and follows its +switch-master.
+func (r *ReplicaSet) Servers() Servers {
+	return Servers{
+		Label:       r.Label(),
+		Addrs:       []string{"sentinel " + r.sentinel.addr},
+		Dial:        func(int) redis.UniversalClient { return redis.NewFailoverClient(r.failoverOptions()) },
+		Replication: r,
+	}
+}
+
+// Inspect is a connect.Target for the scanner and the console: a failover client, so the
+// lock table follows the master too. The caller closes it.
+func (r *ReplicaSet) Inspect() connect.Target {
+	return connect.Target{Mode: connect.Standalone, Addrs: []string{r.sentinel.addr},
+		Clients: []redis.UniversalClient{redis.NewFailoverClient(r.failoverOptions())}}
+}
+
+// Master is the master's address as the sentinel names it now.
+func (r *ReplicaSet) Master(ctx context.Context) (string, error) {
+	c := redis.NewSentinelClient(&redis.Options{Addr: r.sentinel.addr, Protocol: 2, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	hp, err := c.GetMasterAddrByName(ctx, ReplicaMasterName).Result()
+	if err != nil {
+		return "", fmt.Errorf("demo: sentinel %s: %w", r.sentinel.addr, err)
+	}
+	return net.JoinHostPort(hp[0], hp[1]), nil
+}
+
+// node is the data node at addr.
+func (r *ReplicaSet) node(addr string) (*redisProcess, error) {
+	for _, n := range r.nodes {
+		if n.addr == addr {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("demo: the sentinel names %s, which the demo did not start", addr)
+}
+
+// other is the data node that is not n.
+func (r *ReplicaSet) other(n *redisProcess) *redisProcess {
+	if r.nodes[0] == n {
+		return r.nodes[1]
+	}
+	return r.nodes[0]
+}
+
+// StallReplication cuts the replica off its master's stream: the replica is frozen
+// (SIGSTOP) and its link closed on the master (a frozen replica alone is not enough: its
+// kernel keeps taking the stream into the socket's buffer). What the master acknowledges from
+// now on exists on the master only. It returns the master's address.
+func (r *ReplicaSet) StallReplication(ctx context.Context) (string, error) {
+	master, err := r.Master(ctx)
+	if err != nil {
+		return "", err
+	}
+	m, err := r.node(master)
+	if err != nil {
+		return "", err
+	}
+	replica := r.other(m)
+	replica.signal(syscall.SIGSTOP)
+	c := adminClient(master)
+	defer c.Close()
+	if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		replica.signal(syscall.SIGCONT)
+		return "", fmt.Errorf("demo: CLIENT KILL TYPE replica on %s: %w", master, err)
+	}
+	return master, nil
+}
+
+// KillMaster kills the stalled master (SIGKILL: its unreplicated writes are gone with it) and
+// thaws the replica, which the sentinel then promotes.
+func (r *ReplicaSet) KillMaster(master string) error {
+	m, err := r.node(master)
+	if err != nil {
+		return err
+	}
+	m.kill()
+	r.other(m).signal(syscall.SIGCONT)
+	return nil
+}
+
+// WaitPromoted waits until the sentinel names a master other than old and that node says
+// role:master, so writes sent to it are accepted.
+func (r *ReplicaSet) WaitPromoted(ctx context.Context, old string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "the sentinel still names " + old
+	for {
+		if addr, err := r.Master(ctx); err != nil {
+			last = err.Error()
+		} else if addr != old {
+			role, err := roleOf(ctx, addr)
+			if err == nil && role == "master" {
+				return addr, nil
+			}
+			last = fmt.Sprintf("%s is named but says role %q (%v)", addr, role, err)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return "", fmt.Errorf("demo: no replica promoted within %v after %s: %s", timeout, old, last)
+		}
+	}
+}
+
+// Rejoin restarts the killed node, empty, as a replica of the new master and waits until it
+// is in sync: the set is ready for the next failover.
+func (r *ReplicaSet) Rejoin(ctx context.Context, old, master string, timeout time.Duration) error {
+	n, err := r.node(old)
+	if err != nil {
+		return err
+	}
+	n.args = []string{"--replicaof", "127.0.0.1", portOf(master)}
+	var last error
+	// The port was ours a moment ago; a short retry covers a slow socket teardown.
+	for range 20 {
+		if last = r.launch(ctx, n, "node"+strconv.Itoa(r.index(n))); last == nil {
+			return r.waitSynced(ctx, master, timeout)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			break
+		}
+	}
+	return fmt.Errorf("demo: restart %s as a replica: %w", old, last)
+}
+
+func (r *ReplicaSet) index(n *redisProcess) int {
+	if r.nodes[0] == n {
+		return 0
+	}
+	return 1
+}
+
+// waitSynced waits until the master has a replica online that acknowledged its whole stream.
+func (r *ReplicaSet) waitSynced(ctx context.Context, master string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		info, err := infoReplication(ctx, master)
+		if err == nil && replicaInSync(info) {
+			return nil
+		}
+		last = fmt.Sprint(err)
+		if err == nil {
+			last = "no replica in sync"
+		}
+		if !sleepCtx(ctx, 20*time.Millisecond) {
+			break
+		}
+	}
+	return fmt.Errorf("demo: replica of %s not in sync after %v: %s", master, timeout, last)
+}
+
+// waitSentinelReady waits until the sentinel knows the replica: without it, it cannot fail over.
+func (r *ReplicaSet) waitSentinelReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	c := adminClient(r.sentinel.addr)
+	defer c.Close()
+	last := ""
+	for time.Now().Before(deadline) {
+		replicas, err := c.Do(ctx, "SENTINEL", "REPLICAS", ReplicaMasterName).Slice()
+		if err == nil && len(replicas) == 1 {
+			return nil
+		}
+		last = fmt.Sprintf("%d replicas known (%v)", len(replicas), err)
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			break
+		}
+	}
+	return fmt.Errorf("demo: sentinel %s not ready after %v: %s", r.sentinel.addr, timeout, last)
+}
+
+func roleOf(ctx context.Context, addr string) (string, error) {
+	info, err := infoReplication(ctx, addr)
+	return infoField(info, "role"), err
+}
+
+func infoReplication(ctx context.Context, addr string) (string, error) {
+	c := adminClient(addr)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return c.Info(ctx, "replication").Result()
+}
+
+func infoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// replicaInSync reports whether a master's INFO replication lists a replica online that
+// acknowledged the master's whole stream.
+func replicaInSync(info string) bool {
+	offset := infoField(info, "master_repl_offset")
+	for line := range strings.SplitSeq(info, "\n") {
+		// slave0:ip=127.0.0.1,port=1234,state=online,offset=42,lag=0
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") &&
+			strings.Contains(line+",", ",offset="+offset+",") {
+			return true
+		}
+	}
+	return false
+}
