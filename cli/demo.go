@@ -99,7 +99,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if opts.Headless && duration == 0 {
 		duration = defaultHeadlessDuration
 	}
-	servers, view, closeServers, err := demoServers(ctx, opts)
+	servers, view, closeServers, err := demoServers(ctx, opts, scenario)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,10 @@ func removeDemoKeys(opts *demoOptions, ctrl *demo.Controller) {
 
 // demoServers is where the demo runs and what the console shows: the embedded servers unless
 // --redis was given explicitly (never $REDIS_URL or 127.0.0.1:6379 by default).
-func demoServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.Target, func(), error) {
+func demoServers(ctx context.Context, opts *demoOptions, scenario demo.Scenario) (demo.Servers, connect.Target, func(), error) {
+	if scenario == demo.FailoverReplica {
+		return replicaServers(ctx, opts)
+	}
 	if !opts.Conn.RedisGiven {
 		e, err := demo.StartEmbedded(max(opts.Redlock, 1))
 		if err != nil {
@@ -229,4 +232,22 @@ func demoServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.
 		return demo.Servers{}, connect.Target{}, func() {}, err
 	}
 	return t, view, view.Close, nil
+}
+
+// replicaServers are the failover-replica scenario's own master, replica and sentinel: it
+// kills the master, so it runs only on servers it started (never --redis, never Redlock).
+func replicaServers(ctx context.Context, opts *demoOptions) (demo.Servers, connect.Target, func(), error) {
+	if opts.Conn.RedisGiven || opts.Redlock > 0 {
+		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage, errors.New(
+			"--scenario failover-replica starts and kills its own master, replica and sentinel: it cannot run with --redis or --redlock"))
+	}
+	rs, err := demo.StartReplicaSet(ctx)
+	if errors.Is(err, demo.ErrNoRedisServer) {
+		return demo.Servers{}, connect.Target{}, func() {}, withExit(exitUsage, err)
+	}
+	if err != nil {
+		return demo.Servers{}, connect.Target{}, func() {}, err
+	}
+	view := rs.Inspect()
+	return rs.Servers(), view, func() { view.Close(); rs.Close() }, nil
 }

@@ -57,8 +57,12 @@ type Counters struct {
 
 // Unsafe says whether the protected resource failed to protect: two critical sections
 // interleaved on it, or it accepted a write of a holder whose lock had already gone to a
-// newer holder who wrote. A lock left without a TTL is a liveness failure, not a safety one.
-func (k Counters) Unsafe() bool { return k.Overlaps > 0 || k.StaleAccepted > 0 }
+// newer holder who wrote, or a fencing token after a promotion was not above the last one
+// before (locklib's promise broken). A lock left without a TTL is a liveness failure, not a
+// safety one; an overlapping holder whose writes fencing refused is the lesson, not a failure.
+func (k Counters) Unsafe() bool {
+	return k.Overlaps > 0 || k.StaleAccepted > 0 || k.TokenRegressions > 0
+}
 
 // section is one critical section: from Obtain returning to Release.
 type section struct {

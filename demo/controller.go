@@ -39,7 +39,7 @@ type Controller struct {
 	// failover-replica: the master the workers follow, the one before the last switch, and
 	// the one being failed over now ("" when none)
 	master, previousMaster, failingOver string
-	stopOnce     sync.Once
+	stopOnce                            sync.Once
 
 	// crashArmed: the next naive worker to win a SETNX crashes before its EXPIRE (the crash
 	// scenario's fault that shows the naive lock's first mistake).

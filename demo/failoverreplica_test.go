@@ -44,6 +44,7 @@ func startReplicaSet(t *testing.T) *ReplicaSet {
 // promotion: the first token after it is above the last before, though the new master's
 // counter may be behind.
 func TestFailoverReplica(t *testing.T) {
+	t.Parallel()
 	rs := startReplicaSet(t)
 	run := replicaRun(t)
 	start := time.Now()
@@ -102,5 +103,53 @@ func TestReplicaSetClose(t *testing.T) {
 func TestFailoverReplicaNeedsItsSet(t *testing.T) {
 	if _, err := Start(Config{Servers: embedded(t, 1).Servers(false), Scenario: FailoverReplica}); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("failover-replica on an embedded server: %v, want ErrBadConfig", err)
+	}
+}
+
+// A holder that writes after its lock went to another worker is an overlapping holder,
+// counted once, whether fencing refuses its writes or not.
+func TestCheckerOverlappingHolders(t *testing.T) {
+	c := newChecker(FencingTokens)
+	a := c.open("r", 1, 100, "a", FailoverReplica, 0)
+	if !c.claim(a) {
+		t.Fatal("first claim refused")
+	}
+	b := c.open("r", 2, 200, "b", FailoverReplica, 0)
+	if !c.write(a) { // b has not written: nothing the resource could refuse a's write for
+		t.Error("a's write before b's first was refused")
+	}
+	if !c.claim(b) {
+		t.Error("the newer holder's claim was refused")
+	}
+	if c.write(a) || c.write(a) {
+		t.Error("a write of the older holder was accepted after the newer one wrote")
+	}
+	k, _ := c.totals()
+	if k.OverlappingHolders != 1 || k.StaleRejected != 2 || k.Unsafe() {
+		t.Errorf("overlapping holders %d, stale rejected %d, unsafe %v: want 1, 2, false", k.OverlappingHolders, k.StaleRejected, k.Unsafe())
+	}
+}
+
+// The first token after a promotion is a jump when the new master's counter was behind, and
+// a regression (unsafe) when it is not above the last token before.
+func TestCheckerFirstTokenAfterPromotion(t *testing.T) {
+	c := newChecker(FencingTokens)
+	c.open("r", 1, 100, "a", FailoverReplica, 0)
+	c.promoted(&Promotion{Resources: []PromotedResource{{Key: "r", TokenBefore: 100, NewMasterCounter: 50}}}, FailoverReplica)
+	c.open("r", 2, 200, "b", FailoverReplica, 0)
+	c.open("r", 3, 300, "c", FailoverReplica, 0) // not the first after: not judged
+	k, _ := c.totals()
+	if k.Promotions != 1 || k.TokenJumps != 1 || k.TokenRegressions != 0 || k.Unsafe() {
+		t.Errorf("after a jump: %+v", k)
+	}
+	c.promoted(&Promotion{Resources: []PromotedResource{{Key: "r", TokenBefore: 300, NewMasterCounter: 300}}}, FailoverReplica)
+	c.open("r", 1, 250, "d", FailoverReplica, 0)
+	k, _ = c.totals()
+	if k.TokenJumps != 1 || k.TokenRegressions != 1 || !k.Unsafe() {
+		t.Errorf("after a regression: %+v", k)
+	}
+	log := c.promotionLog()
+	if len(log) != 2 || log[0].Resources[0].FirstTokenAfter != 200 || log[1].Resources[0].FirstTokenAfter != 250 {
+		t.Errorf("promotion log %+v", log)
 	}
 }

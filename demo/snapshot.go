@@ -4,25 +4,25 @@ import "time"
 
 // Snapshot is the state of a run at one moment, for the UI.
 type Snapshot struct {
-	Server       string     // which server is in use (Servers.Label)
-	Addrs        []string   // the instances
-	InstanceDown int        // index in Addrs of the instance down for a failover, -1 when none
+	Server       string   // which server is in use (Servers.Label)
+	Addrs        []string // the instances
+	InstanceDown int      // index in Addrs of the instance down for a failover, -1 when none
 	// failover-replica: the master the workers follow, the one before the last switch ("" before
 	// any), and the master being failed over now ("" when none)
 	Master, PreviousMaster, FailingOver string
-	Scenario     Scenario   // the scenario asked for
-	Phase        Scenario   // the phase running now (= Scenario unless mixed)
-	Protection   Protection // how the resource refuses stale writers
-	TTL          time.Duration
-	Elapsed      time.Duration
-	Duration     time.Duration // 0: until stopped
-	Resources    []string      // lock keys
-	Workers      []WorkerSnapshot
-	Counters     Counters // the checker's figures for the whole run
-	WaitP50      time.Duration
-	WaitP99      time.Duration
-	Events       []Event // recent notable events, oldest first
-	Stopped      bool
+	Scenario                            Scenario   // the scenario asked for
+	Phase                               Scenario   // the phase running now (= Scenario unless mixed)
+	Protection                          Protection // how the resource refuses stale writers
+	TTL                                 time.Duration
+	Elapsed                             time.Duration
+	Duration                            time.Duration // 0: until stopped
+	Resources                           []string      // lock keys
+	Workers                             []WorkerSnapshot
+	Counters                            Counters // the checker's figures for the whole run
+	WaitP50                             time.Duration
+	WaitP99                             time.Duration
+	Events                              []Event // recent notable events, oldest first
+	Stopped                             bool
 }
 
 // WorkerSnapshot is one worker in a Snapshot.

@@ -126,8 +126,12 @@ func (s Summary) Verdict() error {
 	if !s.Counters.Unsafe() {
 		return nil
 	}
-	return fmt.Errorf("%w: %d critical sections interleaved with another on the same resource, %d writes of expired holders accepted (%s lock)",
-		ErrUnsafe, s.Overlaps, s.StaleAccepted, s.Lock)
+	regressions := ""
+	if s.TokenRegressions > 0 {
+		regressions = fmt.Sprintf(", %d fencing tokens after a promotion not above the last before", s.TokenRegressions)
+	}
+	return fmt.Errorf("%w: %d critical sections interleaved with another on the same resource, %d writes of expired holders accepted%s (%s lock)",
+		ErrUnsafe, s.Overlaps, s.StaleAccepted, regressions, s.Lock)
 }
 
 // WriteJSON writes s as one JSON object.

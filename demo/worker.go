@@ -226,7 +226,10 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 		// The resource refused a progress write: the lock is someone else's now.
 		c.staleWrite(w, sec)
 		c.checker.note(sec.phase, func(k *Counters) { k.LostSections++ })
-		w.set(func(w *worker) { w.lost++; w.lastError = "a progress write was refused: the lock went to another worker" })
+		w.set(func(w *worker) {
+			w.lost++
+			w.lastError = "a progress write was refused: the lock went to another worker"
+		})
 		c.release(lock)
 		return c.ctx.Err() == nil
 	case workCrashed:
