@@ -35,6 +35,8 @@ func aclRules(t testing.TB) (server, cluster, redissonExtra [][]any) {
 			cmd = append(cmd, word)
 		}
 		switch {
+		case strings.Contains(line, sentinelACLUser):
+			continue // a sentinel's, not a data node's: sentinelACLRule
 		case strings.Contains(line, "redisson_"):
 			redissonExtra = append(redissonExtra, cmd)
 		case strings.Contains(line, "+cluster|slots"):

@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Every command works through Sentinel, in both forms (--sentinel-master with the sentinels'
@@ -148,4 +151,74 @@ func TestCLISentinelErrors(t *testing.T) {
 	if !strings.Contains(res.stdout, "orders  sentinel") {
 		t.Errorf("contexts does not list the sentinel mode:\n%s", res)
 	}
+}
+
+// sentinelACLUser is the sentinels' user of docs/acl.md.
+const sentinelACLUser = "lockscope-sentinel"
+
+// sentinelACLRule is docs/acl.md's ACL SETUSER line for the sentinels, with the test's password.
+func sentinelACLRule(t testing.TB) []any {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/acl.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(doc)) {
+		if strings.HasPrefix(line, "ACL SETUSER "+sentinelACLUser+" ") {
+			var cmd []any
+			for _, word := range strings.Fields(strings.ReplaceAll(line, ">CHANGE-ME", ">"+aclPassword)) {
+				cmd = append(cmd, word)
+			}
+			return cmd
+		}
+	}
+	t.Fatalf("docs/acl.md has no ACL SETUSER line for %s", sentinelACLUser)
+	return nil
+}
+
+// The sentinels' user of docs/acl.md is enough: ls connects through it, and FollowMaster's
+// subscription to +switch-master is accepted (the sentinel lists it subscribed); the default
+// user is turned off, so nothing else can be what works.
+func TestSentinelACLRule(t *testing.T) {
+	r := redistest.StartReplicated(t, 0, 1)
+	ctx := context.Background()
+	sentinel := r.Sentinels[0].Client()
+	if err := sentinel.Do(ctx, sentinelACLRule(t)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sentinel.Do(ctx, "ACL", "SETUSER", "admin", "on", ">admin-pw", "+@all", "&*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sentinel.Do(ctx, "ACL", "SETUSER", "default", "off").Err(); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"ls", "--redis", redisURL(r.SentinelAddrs[0]), "--sentinel-master", redistest.MasterName, "--sentinel-user", sentinelACLUser}
+	res := runCLI(t, cliOpts{env: []string{envSentinelPassword + "=" + aclPassword}}, args...)
+	expectExit(t, res, exitOK)
+	res = runCLI(t, cliOpts{}, args...) // without the password: the default user is off
+	expectExit(t, res, exitAuth)
+
+	target, _, err := connect.Open(ctx, connect.Config{URLs: []string{redisURL(r.SentinelAddrs[0])}, SentinelMaster: redistest.MasterName,
+		SentinelUser: sentinelACLUser, SentinelPassword: aclPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	target.FollowMaster(fctx)
+	admin := redis.NewClient(&redis.Options{Addr: r.SentinelAddrs[0], Username: "admin", Password: "admin-pw"})
+	defer admin.Close()
+	redistest.Eventually(t, "FollowMaster subscribed as "+sentinelACLUser, func() bool {
+		list, err := admin.ClientList(ctx).Result()
+		if err != nil {
+			return false
+		}
+		for line := range strings.Lines(list) {
+			if strings.Contains(line, " user="+sentinelACLUser+" ") && strings.Contains(line, " sub=1 ") {
+				return true
+			}
+		}
+		return false
+	})
 }
