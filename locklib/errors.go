@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The errors locklib returns; test them with errors.Is. They stay distinct: a lock that is
@@ -30,15 +31,36 @@ var (
 	// with errors.Is / errors.As.
 	ErrBackend = errors.New("locklib: backend error")
 
+	// ErrNotReplicated: fewer replicas than WithReplicas asked for confirmed an acquisition or
+	// a renewal in time. The error is a *ReplicationError; an Obtain's is ErrNotObtained too.
+	ErrNotReplicated = errors.New("locklib: not replicated")
+
 	// ErrInvalid: a bad argument (empty key, ttl below 1 ms, Reentrant without an owner, a
-	// key that cannot be locked in Redis Cluster, a bad NewRedlock option).
+	// key that cannot be locked in Redis Cluster, a bad NewRedlock option, WithReplicas
+	// where WAIT cannot work).
 	ErrInvalid = errors.New("locklib: invalid argument")
 )
+
+// ReplicationError is the error of an acquisition or renewal that fewer replicas than
+// WithReplicas asked for confirmed within its timeout: errors.Is(err, ErrNotReplicated).
+type ReplicationError struct {
+	Key     string
+	Acked   int // replicas that confirmed (WAIT's answer)
+	Wanted  int
+	Timeout time.Duration
+}
+
+func (e *ReplicationError) Error() string {
+	return fmt.Sprintf("%v: %q: %d of %d replicas confirmed the write within %v", ErrNotReplicated, e.Key, e.Acked, e.Wanted, e.Timeout)
+}
+
+// Is makes errors.Is(err, ErrNotReplicated) hold.
+func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
 
 // backendError wraps err so that errors.Is(err, ErrBackend) holds, unless it already does
 // or it is one of locklib's own errors.
 func backendError(op, key string, err error) error {
-	if err == nil || errors.Is(err, ErrBackend) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotHeld) {
+	if err == nil || errors.Is(err, ErrBackend) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotReplicated) {
 		return err
 	}
 	return fmt.Errorf("%w: %s %q: %w", ErrBackend, op, key, err)

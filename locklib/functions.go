@@ -14,7 +14,7 @@ import (
 // scripts (EVALSHA) from the first time the server shows that it has no Functions or that
 // its ACL refuses them (FCALL or FUNCTION LOAD), for the rest of the client's life.
 type scriptRunner struct {
-	rdb    redis.UniversalClient
+	rdb    scriptConn
 	server *functionsState // shared by the runners on one server (via clones of one client)
 }
 
@@ -31,12 +31,21 @@ type functionsState struct {
 	loads atomic.Uint64
 }
 
+// scriptConn is what a scriptRunner sends through: a client, or one connection of one
+// (redis.Conn, for WithReplicas: singleStore.replicated).
+type scriptConn interface {
+	redis.Scripter
+	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
 func newScriptRunner(rdb redis.UniversalClient) *scriptRunner {
 	return &scriptRunner{rdb: rdb, server: &functionsState{loading: make(chan struct{}, 1)}}
 }
 
-// via is a runner that sends through rdb, a clone of r's client, to the same server.
-func (r *scriptRunner) via(rdb redis.UniversalClient) *scriptRunner {
+// via is a runner that sends through rdb, a clone of r's client or one of its connections,
+// to the same server.
+func (r *scriptRunner) via(rdb scriptConn) *scriptRunner {
 	return &scriptRunner{rdb: rdb, server: r.server}
 }
 
@@ -116,7 +125,7 @@ func (r *scriptRunner) load(ctx context.Context, loads uint64) error {
 	return err
 }
 
-func loadLibrary(ctx context.Context, c redis.Cmdable) error {
+func loadLibrary(ctx context.Context, c scriptConn) error {
 	if err := c.FunctionLoad(ctx, functionLibrary.source).Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
 		return err
 	}

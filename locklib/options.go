@@ -38,6 +38,9 @@ type config struct {
 	// fenceRetention is how long a fencing counter outlives each acquisition at least
 	// (WithFenceRetention; 0: as long as the lock's ttl).
 	fenceRetention time.Duration
+	// replicas and replicaTimeout are WithReplicas' (0 replicas: no WAIT).
+	replicas       int
+	replicaTimeout time.Duration
 	redlock        redlockConfig // NewRedlock only: WithInstanceTimeout, WithDrift (Redlock block below)
 }
 
@@ -98,6 +101,23 @@ func WithEvents(on bool) Option { return option(func(c *config) { c.events = on 
 // has no fencing tokens, ignores it.
 func WithFenceRetention(d time.Duration) Option {
 	return option(func(c *config) { c.fenceRetention = max(d, 0) })
+}
+
+// WithReplicas makes every acquisition and every renewal wait until n replicas of the
+// master that took it confirm the write (WAIT n timeout), so that a failover to any of them
+// keeps the lock. An Obtain or TryObtain that fewer replicas confirm within timeout releases
+// the lock again and fails at once, with an error that is ErrNotObtained and ErrNotReplicated
+// (a *ReplicationError says how many confirmed); it is not retried: the replicas are missing
+// or lagging, which waiting for the lock does not mend, and the caller knows better whether
+// to go on without them. A renewal (Refresh, the watchdog) that fewer confirm fails with
+// ErrNotReplicated and does not move the lock's validity: it ends where the last confirmed
+// renewal put it. timeout is raised to 1 ms at least (WAIT 0 would wait for ever); n <= 0 turns
+// it off. It needs a *redis.Client (one server, or Sentinel's failover client) or a
+// *redis.ClusterClient and Redis 6.0 or later; over a redis.Ring every Obtain fails with
+// ErrInvalid, and NewRedlock refuses it. What it does and does not promise: docs/locklib.md,
+// "Sentinel, replicas and WAIT", and docs/guarantees.md, "Replication and WAIT".
+func WithReplicas(n int, timeout time.Duration) Option {
+	return option(func(c *config) { c.replicas, c.replicaTimeout = max(n, 0), max(timeout, time.Millisecond) })
 }
 
 // ---- Redlock-only options: NewRedlock takes them, New does not compile with them. Owned

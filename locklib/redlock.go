@@ -90,6 +90,12 @@ func (s *redlockStore) setup(clients []redis.UniversalClient, cfg config) error 
 		return fmt.Errorf("%w: NewRedlock: drift factor %v is outside [0, 1)", ErrInvalid, rc.driftFactor)
 	case rc.driftSet && rc.driftFixed < 0:
 		return fmt.Errorf("%w: NewRedlock: negative fixed drift %v", ErrInvalid, rc.driftFixed)
+	case cfg.replicas > 0:
+		// Redlock's instances are independent masters: the quorum is its answer to a lost
+		// instance, and a replica promoted under one of them is the failover its safety
+		// argument assumes away (docs/redlock.md). WAIT on each would not make it one.
+		return fmt.Errorf("%w: NewRedlock: WithReplicas is for one master with replicas; Redlock's quorum of "+
+			"independent masters does not use replicas", ErrInvalid)
 	}
 	for i, c := range clients {
 		if c == nil {

@@ -2,6 +2,7 @@ package locklib
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -23,7 +24,12 @@ type singleStore struct {
 	// windowArg and clientIDArg are window in ms and clientID as script arguments, boxed once.
 	windowArg, clientIDArg any
 	fenceFor               time.Duration // WithFenceRetention
-	scripts                *scriptRunner
+	// replicas and replicaTimeout are WithReplicas'; replicasErr refuses it where WAIT cannot
+	// be sent on the connection that wrote (a redis.Ring).
+	replicas       int
+	replicaTimeout time.Duration
+	replicasErr    error
+	scripts        *scriptRunner
 	// releasing sends the calls bounded by releaseTimeout (a release, a clean-up) on a clone
 	// of a client that does not bound reads by the context (boundsSocket), whose reads and
 	// writes are bounded by the context: they need no goroutine of their own (callBounded).
@@ -51,6 +57,15 @@ func newSingleStore(rdb redis.UniversalClient) *singleStore {
 func (s *singleStore) setup(cfg config, clientID string) {
 	s.events, s.window, s.clientID, s.fenceFor = cfg.events, presenceWindow(cfg.backoffCap), clientID, cfg.fenceRetention
 	s.windowArg, s.clientIDArg = s.window.Milliseconds(), clientID
+	s.replicas, s.replicaTimeout = cfg.replicas, cfg.replicaTimeout
+	switch s.rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		if s.replicas > 0 {
+			s.replicasErr = fmt.Errorf("%w: WithReplicas needs a *redis.Client or a *redis.ClusterClient, "+
+				"whose connection to the key's master can send WAIT after the lock's write; not a %T", ErrInvalid, s.rdb)
+		}
+	}
 }
 
 // fenceLifetime is how long a fencing counter outlives an acquisition with ttl: as long as the
@@ -96,8 +111,27 @@ func cmdSlice(c *redis.Cmd) ([]any, error) { return c.Slice() }
 func cmdInt64(c *redis.Cmd) (int64, error) { return c.Int64() }
 
 func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireResult, error) {
+	res, err := s.acquireOnce(ctx, req)
+	if err != nil || !res.acquired || s.replicas == 0 {
+		return res, err
+	}
+	// A lock that fewer replicas confirm is given up by the Obtain (giveUp: leave.lua deletes
+	// it, owner-checked), whose error is then ErrNotObtained and ErrNotReplicated.
+	if _, err := s.replicated(ctx, req.hold(res), time.Millisecond, ""); err != nil {
+		if errors.Is(err, ErrNotReplicated) {
+			return acquireResult{}, fmt.Errorf("%w: %w", ErrNotObtained, err)
+		}
+		return acquireResult{}, err
+	}
+	return res, nil
+}
+
+func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acquireResult, error) {
 	if err := s.checkKey(req.key); err != nil {
 		return acquireResult{}, err
+	}
+	if s.replicasErr != nil {
+		return acquireResult{}, s.replicasErr
 	}
 	value := req.value
 	rand := ""
@@ -187,6 +221,17 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 
 func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
+	if s.replicas > 0 {
+		var renewedEvent string
+		if s.events {
+			renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
+		}
+		pttl, err := s.replicated(ctx, h, ttl, renewedEvent)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return start.Add(time.Duration(pttl) * time.Millisecond), nil
+	}
 	var renewedEvent string
 	if s.events {
 		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
@@ -203,6 +248,65 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 		return time.Time{}, fmt.Errorf("%w: refresh %q: unexpected PTTL %d", ErrBackend, h.key, pttl)
 	}
 	return start.Add(time.Duration(pttl) * time.Millisecond), nil
+}
+
+// replicated extends h's lock to at least ttl (refresh.lua, made to write the lock even when
+// it extends nothing; renewedEvent as refresh's) and then sends WAIT replicas timeout, both on
+// one connection of their own to the key's master. WAIT counts the replicas that have the
+// offset of its connection's last command (Redis before 7.0: last write): on another
+// connection of the pool that is an older offset, or none for a new connection, and WAIT
+// answers at once with every replica connected, frozen or not. The write makes the offset
+// this script's on every version, and it comes after the lock's in the master's stream
+// whichever connection wrote the lock (a hand-off by a release, an acquire script that
+// go-redis sent again after a lost reply, which finds the lock taken and writes nothing). A
+// redis.Conn never changes connection: when it breaks, the call fails instead of being sent
+// again on another one ahead of the WAIT. It returns the PTTL; ErrNotHeld when h does not
+// hold the lock; a *ReplicationError when fewer replicas confirmed.
+func (s *singleStore) replicated(ctx context.Context, h hold, ttl time.Duration, renewedEvent string) (int64, error) {
+	type outcome struct{ pttl, acked int64 }
+	out, err := callBounded(ctx, &s.calls, s.direct, func(ctx context.Context) (outcome, error) {
+		conn, err := s.masterConn(ctx, h.key)
+		if err != nil {
+			return outcome{}, err
+		}
+		defer conn.Close()
+		pttl, err := s.scripts.via(conn).run(ctx, scriptRefresh, []any{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
+			h.match, h.level(), ttl.Milliseconds(), renewedEvent, "1").Int64()
+		if err != nil || pttl < 0 {
+			return outcome{pttl: pttl}, err
+		}
+		acked, err := conn.Wait(ctx, s.replicas, s.replicaTimeout).Result()
+		return outcome{pttl, acked}, err
+	}, nil)
+	switch {
+	case err != nil:
+		if s.cluster {
+			s.rdb.(*redis.ClusterClient).ReloadState(ctx) // the slot may have another master now
+		}
+		return 0, backendError("refresh", h.key, err)
+	case out.pttl == -3:
+		return 0, fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, h.key)
+	case out.pttl < 0:
+		return 0, fmt.Errorf("%w: refresh %q: unexpected PTTL %d", ErrBackend, h.key, out.pttl)
+	case out.acked < int64(s.replicas):
+		return 0, &ReplicationError{Key: h.key, Acked: int(out.acked), Wanted: s.replicas, Timeout: s.replicaTimeout}
+	}
+	return out.pttl, nil
+}
+
+// masterConn is a connection of its own to the master that serves key.
+func (s *singleStore) masterConn(ctx context.Context, key string) (*redis.Conn, error) {
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Conn(), nil
+	case *redis.Client:
+		return c.Conn(), nil
+	}
+	return nil, s.replicasErr
 }
 
 // level is what the scripts check in the levels set: the operation id of a re-entrant

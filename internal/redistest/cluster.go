@@ -256,10 +256,14 @@ func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err 
 		}
 		for _, n := range sh.Nodes {
 			s := c.Node(net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)))
+			// Redis 7.0 reports a replica of a master that has not written yet (offset 0)
+			// as "loading", in sync or not: only "failed" rules a replica out.
 			switch {
-			case s == nil || n.Health != "online":
+			case s == nil || !s.Running() || n.Health == "failed":
 			case n.Role == "master":
-				master = s
+				if n.Health == "online" {
+					master = s
+				}
 			default:
 				replicas = append(replicas, s)
 			}
