@@ -248,6 +248,10 @@ func replicaServers(ctx context.Context, opts *demoOptions) (demo.Servers, conne
 	if err != nil {
 		return demo.Servers{}, connect.Target{}, func() {}, err
 	}
-	view := rs.Inspect()
+	view, err := rs.Inspect(ctx)
+	if err != nil {
+		rs.Close()
+		return demo.Servers{}, connect.Target{}, func() {}, err
+	}
 	return rs.Servers(), view, func() { view.Close(); rs.Close() }, nil
 }

@@ -33,6 +33,7 @@ type Controller struct {
 	rng          *rand.Rand // fault picks
 	workers      []*worker
 	events       []Event
+	eventSeq     uint64 // Seq of the last event
 	stopped      bool
 	stoppedAt    time.Time
 	instanceDown int // index of the instance down for a failover, -1 when none
@@ -48,6 +49,7 @@ type Controller struct {
 
 // Event is a notable moment of the run (a fault, a refused write), for the UI's log.
 type Event struct {
+	Seq  uint64 // 1 for the run's first event, then counting up: what a reader has seen
 	At   time.Time
 	Text string
 }
@@ -327,7 +329,8 @@ func (c *Controller) logEvent(format string, args ...any) {
 }
 
 func (c *Controller) logEventLocked(format string, args ...any) {
-	c.events = append(c.events, Event{At: time.Now(), Text: fmt.Sprintf(format, args...)})
+	c.eventSeq++
+	c.events = append(c.events, Event{Seq: c.eventSeq, At: time.Now(), Text: fmt.Sprintf(format, args...)})
 	if len(c.events) > keptEvents {
 		c.events = append(c.events[:0], c.events[len(c.events)-keptEvents:]...)
 	}

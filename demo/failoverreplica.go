@@ -102,7 +102,7 @@ func (c *Controller) failoverReplicaLoop() {
 			if c.ctx.Err() != nil {
 				return
 			}
-			c.logEvent("demo failover: %v", err)
+			c.logEvent("failover: %v", err)
 		}
 		wait = ttls(c.cfg.TTL, replicaEveryTTLs)
 	}
@@ -119,7 +119,7 @@ func (c *Controller) failoverReplica() error {
 		return err
 	}
 	c.setFailingOver(master)
-	c.logEvent("demo failover: replication from master %s cut off: what it acknowledges now reaches no replica", master)
+	c.logEvent("failover: replication from master %s cut off: what it acknowledges now reaches no replica", master)
 	if !sleepCtx(c.ctx, ttls(c.cfg.TTL, replicaStallTTLs)) {
 		_ = rs.KillMaster(master) // thaws the replica; the set goes at Close
 		return c.ctx.Err()
@@ -133,7 +133,7 @@ func (c *Controller) failoverReplica() error {
 		return err
 	}
 	c.checker.note(phase, func(k *Counters) { k.Failovers++ })
-	c.logEvent("demo failover: master %s killed (SIGKILL) with its replica behind", master)
+	c.logEvent("failover: master %s killed (SIGKILL) with its replica behind", master)
 	promoted, err := rs.WaitPromoted(c.ctx, master, replicaTimeout)
 	if err != nil {
 		return err
@@ -151,12 +151,12 @@ func (c *Controller) failoverReplica() error {
 	}
 	c.checker.promoted(p, phase)
 	c.setMaster(promoted)
-	c.logEvent("demo failover: the workers now follow master %s (replica promoted; %s killed; %d locks lost)", promoted, master, p.LocksLost)
+	c.logEvent("failover: the workers now follow master %s (replica promoted; %s killed; %d locks lost)", promoted, master, p.LocksLost)
 	if err := rs.Rejoin(c.ctx, master, promoted, replicaTimeout); err != nil {
 		return err
 	}
 	c.setFailingOver("")
-	c.logEvent("demo failover: %s back, empty, as a replica of %s", master, promoted)
+	c.logEvent("failover: %s back, empty, as a replica of %s", master, promoted)
 	return nil
 }
 

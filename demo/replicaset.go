@@ -272,11 +272,11 @@ func (r *ReplicaSet) Servers() Servers {
 	}
 }
 
-// Inspect is a connect.Target for the scanner and the console: a failover client, so the
-// lock table follows the master too. The caller closes it.
-func (r *ReplicaSet) Inspect() connect.Target {
-	return connect.Target{Mode: connect.Standalone, Addrs: []string{r.sentinel.addr},
-		Clients: []redis.UniversalClient{redis.NewFailoverClient(r.failoverOptions())}}
+// Inspect is a Sentinel target on the set, for the scanner and the console: its lock table
+// and status bar follow the master as the sentinel switches it. The caller closes it.
+func (r *ReplicaSet) Inspect(ctx context.Context) (connect.Target, error) {
+	t, _, err := connect.Open(ctx, connect.Config{URLs: []string{"redis://" + r.sentinel.addr}, SentinelMaster: ReplicaMasterName})
+	return t, err
 }
 
 // Master is the master's address as the sentinel names it now.

@@ -72,6 +72,8 @@ type demoPane struct {
 	notice   string // why the last key was refused, until the next key succeeds
 	added    int    // id of the worker the last key added (confirmed under the table), 0 when none
 	redact   func(string) string
+
+	loggedSeq uint64 // Seq of the last demo event added to the console's event log
 }
 
 // newDemoPane drives ctrl; redact removes the target's passwords from the errors it shows.
@@ -319,6 +321,7 @@ func (p demoPane) counterParts(st styles) []string {
 	if i := p.snap.InstanceDown; i >= 0 && i < len(p.snap.Addrs) {
 		parts = append(parts, st.warning.Render("instance "+p.snap.Addrs[i]+" down"))
 	}
+	parts = append(parts, p.masterParts(st)...)
 	return parts
 }
 

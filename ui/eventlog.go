@@ -93,7 +93,7 @@ func (e eventLog) view(width, height int, st styles) string {
 			line += " " + present.SafeText(en.key, 0)
 		}
 		switch {
-		case en.kind == kindAction || en.kind == kindWarning || en.kind == kindFailover || en.kind == kindFenceJump: // not dimmed: they matter
+		case en.kind == kindAction || en.kind == kindWarning || en.kind == kindFailover || en.kind == kindFenceJump || en.kind == kindDemo: // not dimmed: they matter
 			line += " " + present.SafeText(en.text, 0)
 		case en.text != "":
 			line += " " + st.dim.Render(present.SafeText(en.text, 0))

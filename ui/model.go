@@ -180,6 +180,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
+	if snap, ok := msg.(demoSnapshotMsg); ok && m.demo != nil {
+		m.logDemoEvents(snap.snap.Events)
+	}
 	if _, isKey := msg.(tea.KeyPressMsg); m.demo != nil && !isKey {
 		// The demo pane's own messages (snapshots, results of its keys).
 		if cmd, handled := m.demo.Update(msg); handled {
