@@ -90,7 +90,7 @@ type Result struct {
 	// begins whose token was not above the previous holder's: both 0 while tokens increase.
 	CurrentRefused, Regressions int
 	// Lost counts holders whose lock was gone while they held it: Lost() closed during the
-	// section, or Release answered ErrNotHeld.
+	// section, or at its end the key no longer held the holder's value (stillHeld).
 	Lost int
 	// Did says what the fault did, as the harness saw it (e.g. which node was promoted).
 	Did string
@@ -219,16 +219,31 @@ func (h *harness) section(l *locklib.Lock, victim bool, writes int) {
 		}
 		ok = h.res.write(hd)
 	}
-	select {
-	case <-l.Lost():
-		lost = true
-	default:
+	if lost || !stillHeld(l) {
+		h.lost.Add(1)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := l.Release(rctx)
+	_ = l.Release(rctx) // a lost lock answers ErrNotHeld, a server down ErrBackend: counted above
 	cancel()
-	if lost || errors.Is(err, locklib.ErrNotHeld) {
-		h.lost.Add(1)
+}
+
+// stillHeld asks Redis whether the key still holds l's value at the end of its section, until
+// an answer comes or Lost() closes (the validity ran out with Redis unreachable, so the
+// holder cannot count on the lock): a section that ended while the server was down or a
+// failover was under way is counted by what became of its lock, not by its Release's error.
+func stillHeld(l *locklib.Lock) bool {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/2)
+		left, err := l.TTL(ctx)
+		cancel()
+		if err == nil {
+			return left > 0
+		}
+		select {
+		case <-l.Lost():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
@@ -269,9 +284,13 @@ func start(tb testing.TB, d Deployment, pn *proxyNet) deployment {
 				}
 				return locklib.NewRedlock(cs, locklib.WithNode(node))
 			},
-			// A fault hits one instance of three: a minority.
+			// A fault hits one instance of three, a minority; a network delay hits the
+			// connections to all three.
 			inject: func(f Fault) (string, error) {
 				did, err := serverFault(tb, ss[0], f, pn)
+				if f == NetDelay {
+					return "all 3 instances: " + did, err
+				}
 				return "instance 1 of 3: " + did, err
 			},
 			close: closeAll,
@@ -402,9 +421,13 @@ func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (
 	case NetDelay:
 		return pn.delayFor(ttl/4, 2*ttl), nil
 	case Failover:
-		_, replicas, err := cl.MasterOf(keys[0])
-		if err != nil {
-			return "", err
+		// CLUSTER SHARDS may report a replica as "loading" for a moment: ask again.
+		var replicas []*redistest.Server
+		var err error
+		for ; len(replicas) == 0 && time.Since(began) < wait; time.Sleep(100 * time.Millisecond) {
+			if _, replicas, err = cl.MasterOf(keys[0]); err != nil {
+				return "", err
+			}
 		}
 		if len(replicas) == 0 {
 			return "", errors.New("contend: the keys' master has no replica")

@@ -323,10 +323,12 @@ func (c *Cluster) waitMaster(addr string, timeout time.Duration) error {
 	return fmt.Errorf("redistest: %s did not become master within %v", addr, timeout)
 }
 
-// WaitReplicasSynced waits until every running replica has the whole stream of its master.
+// WaitReplicasSynced waits until every running replica has its master's stream up to where
+// it was when the wait began.
 func (c *Cluster) WaitReplicasSynced(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last := ""
+	targets := syncTargets{}
 	for time.Now().Before(deadline) {
 		nodes, err := c.Topology()
 		if err != nil {
@@ -350,7 +352,7 @@ func (c *Cluster) WaitReplicasSynced(timeout time.Duration) error {
 				ok, last = false, err.Error()
 				break
 			}
-			if synced := replicasInSync(info); synced < want {
+			if synced := targets.inSync(n.Addr, info); synced < want {
 				ok, last = false, fmt.Sprintf("%s: %d of %d replicas in sync", n.Addr, synced, want)
 				break
 			}
