@@ -184,3 +184,53 @@ func liveHeap() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// BenchmarkFenceJumpsMillionLocks is what the fence-jump rule adds to a batch of 5,000
+// re-read records on a census of 1,000,000 locks: outside a switch's window (the token going
+// down is checked), and inside one with every token changed (the worst case: each record
+// remembered and marked).
+func BenchmarkFenceJumpsMillionLocks(b *testing.B) {
+	const n, batchLen = 1_000_000, 5000
+	m := loadedModel(b, n, viewQuery{sort: present.SortByTTL})
+	batch := millionLocks(batchLen)
+	for i := range batch {
+		batch[i].Fence += n // new tokens, higher: nothing to mark outside a window
+	}
+	b.Run("outside", func(b *testing.B) {
+		for b.Loop() {
+			m.observeTokens(batch)
+		}
+	})
+	b.Run("window", func(b *testing.B) {
+		for b.Loop() {
+			m.fence, m.jumpLines = fenceJumps{}, 0
+			m.fence.switched("a", "b", 1)
+			m.observeTokens(batch)
+		}
+	})
+}
+
+// BenchmarkFenceJumpWindowMemory is the heap the rule holds inside a switch's window after
+// every token of a census of 1,000,000 locks changed (the worst case: each lock remembered and
+// marked), per lock.
+func BenchmarkFenceJumpWindowMemory(b *testing.B) {
+	const n = 1_000_000
+	m := loadedModel(b, n, viewQuery{sort: present.SortByTTL})
+	all := millionLocks(n)
+	for i := range all {
+		all[i].Fence += n
+	}
+	var held uint64
+	for b.Loop() {
+		m.fence, m.jumpLines = fenceJumps{}, 0
+		before := liveHeap()
+		m.fence.switched("a", "b", 1)
+		m.observeTokens(all)
+		held = max(held, liveHeap()-before)
+		if len(m.fence.atSwitch) != n || len(m.fence.marks) != n {
+			b.Fatalf("%d remembered, %d marked", len(m.fence.atSwitch), len(m.fence.marks))
+		}
+	}
+	b.ReportMetric(float64(held)/(1<<20), "window-MB")
+	b.ReportMetric(float64(held)/n, "B/lock")
+}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"strconv"
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/scanner"
@@ -39,10 +40,30 @@ func (m *Model) observeTokens(batch []scanner.Lock) {
 		if !m.fence.concerns(prev, next) {
 			continue
 		}
-		if j, ok := m.fence.observe(m.locks.id(l), prev, next, m.clock()); ok {
+		j, ok := m.fence.observe(m.locks.id(l), prev, next)
+		switch {
+		case !ok:
+		case m.jumpLines < jumpLinesPerPass:
+			m.jumpLines++
 			m.events.add(logEntry{at: m.clock(), kind: kindFenceJump, key: l.Key, text: j.logText()})
+		default:
+			m.jumpsUnlogged++
 		}
 	}
+}
+
+// jumpLinesPerPass bounds the fence-jump lines a census pass writes to the event log: after a
+// failover of a large deployment every lock re-taken jumps, and its lines would push the
+// failover line out. The ⇡ marks them all; the pass's end counts the rest in one line.
+const jumpLinesPerPass = 20
+
+// jumpPassDone ends a pass for the fence-jump lines: the jumps past the bound are counted.
+func (m *Model) jumpPassDone() {
+	if m.jumpsUnlogged > 0 {
+		m.events.add(logEntry{at: m.clock(), kind: kindFenceJump,
+			text: strconv.Itoa(m.jumpsUnlogged) + " more fence tokens jumped (⇡ in FENCE)"})
+	}
+	m.jumpLines, m.jumpsUnlogged = 0, 0
 }
 
 // prunedRow tells the jump rule of a lock a complete pass no longer saw, while a switch's
@@ -52,7 +73,7 @@ func (m *Model) prunedRow(r *lockRow) {
 		return
 	}
 	id := rowIDs(m.locks.byServer)(r)
-	m.fence.observe(id, r.token(), tokenSeen{}, m.clock())
+	m.fence.observe(id, r.token(), tokenSeen{})
 }
 
 // tokenOf is lock id's fence token in the census now.

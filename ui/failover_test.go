@@ -185,3 +185,36 @@ func TestGoldenSentinelSwitch100x30(t *testing.T) {
 func TestGoldenSentinelSwitch60x15(t *testing.T) {
 	golden.RequireEqual(t, sentinelModel(t, 60, 15).View().Content)
 }
+
+// After a failover of many locks the event log keeps the failover line in view: a pass logs
+// jumpLinesPerPass fence-jump lines and counts the rest in one.
+func TestFenceJumpLinesBoundedPerPass(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	const n = jumpLinesPerPass + 10
+	var many []scanner.Lock
+	for i := range n {
+		l := orderAt(int64(100+i), t0)
+		l.Key = "lock:many:" + itoa(int64(i))
+		many = append(many, l)
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: many})
+	feed(m, scanner.Update{Kind: scanner.UpdatePassDone, Gen: 2, Census: scanner.Census{FetchedAt: t0}})
+	switchMaster(m, oldMaster, newMaster)
+	for i := range many {
+		many[i].Fence += jumpedToken
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 3, Locks: many})
+	feed(m, scanner.Update{Kind: scanner.UpdatePassDone, Gen: 3, Census: scanner.Census{FetchedAt: t0}})
+	var lines []string
+	for _, en := range m.events.entries {
+		if en.kind == kindFenceJump {
+			lines = append(lines, en.text)
+		}
+	}
+	if len(lines) != jumpLinesPerPass+1 || lines[jumpLinesPerPass] != "10 more fence tokens jumped (⇡ in FENCE)" {
+		t.Fatalf("%d fence-jump lines, the last %q", len(lines), lines[len(lines)-1])
+	}
+	if len(m.fence.marks) != n {
+		t.Fatalf("%d locks marked, want all %d", len(m.fence.marks), n)
+	}
+}

@@ -1,9 +1,6 @@
 package ui
 
-import (
-	"strconv"
-	"time"
-)
+import "strconv"
 
 // Fence-token jumps. locklib's token is the server's clock in microseconds, or its fence
 // counter + 1 when the counter is ahead (protocol's nextToken). A master that takes over
@@ -29,7 +26,6 @@ type fenceJump struct {
 	from, to int64
 	down     bool   // lower than before: never legitimate
 	failover string // "A → B": the master switch it followed; "" when none is in view
-	at       time.Time
 }
 
 // text is the detail pane's explanation of the jump.
@@ -87,7 +83,7 @@ func (f *fenceJumps) concerns(prev, next tokenSeen) bool {
 
 // observe takes one record of lock id: its token was prev in the census and is next now
 // (not ok: the lock is gone or has no token). It reports the jump when next is newly marked.
-func (f *fenceJumps) observe(id string, prev, next tokenSeen, at time.Time) (fenceJump, bool) {
+func (f *fenceJumps) observe(id string, prev, next tokenSeen) (fenceJump, bool) {
 	base := prev
 	if f.inWindow() {
 		if seen, ok := f.atSwitch[id]; ok {
@@ -110,7 +106,7 @@ func (f *fenceJumps) observe(id string, prev, next tokenSeen, at time.Time) (fen
 	if !base.ok || down && prev.ok && next.v < prev.v {
 		from = prev.v
 	}
-	j := fenceJump{from: from, to: next.v, down: down, at: at}
+	j := fenceJump{from: from, to: next.v, down: down}
 	if f.inWindow() {
 		j.failover = f.failover
 	}

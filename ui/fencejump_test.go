@@ -61,7 +61,7 @@ func TestFenceJumpRule(t *testing.T) {
 					}
 					started = true
 					if f.concerns(prev, next) {
-						if j, ok := f.observe("k", prev, next, t0); ok {
+						if j, ok := f.observe("k", prev, next); ok {
 							got = append(got, jumpText(j))
 						}
 					}
@@ -98,7 +98,7 @@ func TestFenceJumpMemory(t *testing.T) {
 	for i := range 1000 {
 		id := fmt.Sprint("k", i)
 		if i%10 == 0 {
-			f.observe(id, tokenSeen{v: 1, ok: true}, tokenSeen{v: 2, ok: true}, t0)
+			f.observe(id, tokenSeen{v: 1, ok: true}, tokenSeen{v: 2, ok: true})
 		}
 	}
 	if len(f.atSwitch) != 100 || len(f.marks) != 100 {
@@ -113,7 +113,7 @@ func TestFenceJumpMemory(t *testing.T) {
 func TestFenceJumpText(t *testing.T) {
 	var f fenceJumps
 	f.switched("127.0.0.1:7001", "127.0.0.1:7002", 1)
-	j, _ := f.observe("k", tokenSeen{v: 412, ok: true}, tokenSeen{v: 1796026976406867, ok: true}, t0)
+	j, _ := f.observe("k", tokenSeen{v: 412, ok: true}, tokenSeen{v: 1796026976406867, ok: true})
 	want := "fence token jumped 412 → 1796026976406867 after the failover (master 127.0.0.1:7001 → 127.0.0.1:7002): " +
 		"the new master's counter was behind; the server-time floor kept tokens increasing"
 	if j.text() != want {

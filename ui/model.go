@@ -80,6 +80,9 @@ type Model struct {
 	passGen     uint64 // the newest complete scanner pass
 	waiters     map[string]int
 	fence       fenceJumps // which locks' fence tokens jumped (fencejump.go)
+	// jumpLines and jumpsUnlogged count the fence-jump lines of the pass running, and the
+	// jumps past jumpLinesPerPass.
+	jumpLines, jumpsUnlogged int
 
 	table    lockTable
 	status   statusBar
@@ -292,6 +295,7 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 			m.locks.prune(u.Gen, m.prunedRow)
 		}
 		m.fence.passDone(u.Gen, m.tokenOf)
+		m.jumpPassDone()
 		for k := range m.waiters {
 			if !m.locks.hasKey(k) {
 				delete(m.waiters, k)
