@@ -300,8 +300,8 @@ func aggregate(res *Result, success Outcome) error {
 }
 
 func (a *Admin) addr(i int) string {
-	if i < len(a.target.Addrs) {
-		return a.target.Addrs[i]
+	if addr := a.target.ServerAddr(i); addr != "" {
+		return addr
 	}
 	return "instance-" + strconv.Itoa(i+1)
 }

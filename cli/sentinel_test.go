@@ -23,6 +23,7 @@ func TestCLIThroughSentinel(t *testing.T) {
 	seedLocks(t, c)
 	flagForm := []string{"--redis", redisURL(r.SentinelAddrs[0]), "--sentinel-master", redistest.MasterName}
 	urlForm := []string{"--redis", "redis+sentinel://" + r.SentinelAddrs[0] + "/" + redistest.MasterName}
+	master := r.Nodes[0].Addr
 	keys := func(form []string) []string {
 		t.Helper()
 		res := runCLI(t, cliOpts{}, append([]string{"ls", "--json"}, form...)...)
@@ -30,6 +31,10 @@ func TestCLIThroughSentinel(t *testing.T) {
 		var out []string
 		for _, obj := range jsonLines(t, res.stdout) {
 			out = append(out, obj["key"].(string))
+			// The server of a lock is the master, not the sentinel that named it.
+			if in := obj["instances"].([]any); len(in) != 1 || in[0].(map[string]any)["addr"] != master {
+				t.Errorf("%s: instances %v, want the master %s", obj["key"], in, master)
+			}
 		}
 		slices.Sort(out)
 		return out
@@ -57,6 +62,7 @@ func TestCLIThroughSentinel(t *testing.T) {
 	if promoted == old {
 		t.Fatal("the master did not change")
 	}
+	master = promoted.Addr
 	if got := fmt.Sprint(keys(urlForm)); got != want {
 		t.Fatalf("ls after the failover: %s, want %s", got, want)
 	}

@@ -83,6 +83,21 @@ func (t Target) On(addr string) (one Target, ok bool) {
 	return Target{}, false
 }
 
+// ServerAddr is the address of the server client i talks to, for people: Addrs[i], but on a
+// Sentinel target the master as last seen (by Open, Master or FollowMaster): its Addrs are
+// the sentinels, which hold no lock.
+func (t Target) ServerAddr(i int) string {
+	if t.sentinel != nil {
+		if m := t.sentinel.lastMaster(); m != "" {
+			return m
+		}
+	}
+	if i < len(t.Addrs) {
+		return t.Addrs[i]
+	}
+	return ""
+}
+
 // Redact removes every password the target was opened with from s (as "***").
 func (t Target) Redact(s string) string { return t.secrets.redact(s) }
 

@@ -226,10 +226,10 @@ func (s *Scanner) readersFor(ctx context.Context, key string) ([]server, error) 
 	return []server{{addr: node.Options().Addr, rdb: cc}}, nil
 }
 
-// addr is the display address of client i: from Target.Addrs, else from the client.
+// addr is the display address of client i: from the Target (ServerAddr), else from the client.
 func (s *Scanner) addr(i int) string {
-	if i < len(s.target.Addrs) && s.target.Addrs[i] != "" {
-		return s.target.Addrs[i]
+	if a := s.target.ServerAddr(i); a != "" {
+		return a
 	}
 	if c, ok := s.target.Clients[i].(*redis.Client); ok {
 		return c.Options().Addr
