@@ -228,3 +228,36 @@ func TestSentinelACLRule(t *testing.T) {
 		return false
 	})
 }
+
+// The console through Sentinel, end to end in a terminal: the status bar names the master
+// the sentinels follow, and after SENTINEL FAILOVER names the promoted one, within a second
+// of the promotion as the screen shows it (tmux polled every 50 ms), without losing the table.
+func TestTUIThroughSentinel(t *testing.T) {
+	redistest.Slow(t)
+	r := redistest.StartReplicated(t, 1, 1)
+	setLock(t, r.Nodes[0], "lock:e2e:sentinel", "sentinel-node", "-", 5*time.Minute)
+	if err := r.WaitSynced(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := startTUI(t, "--redis", redisURL(r.SentinelAddrs[0]), "--sentinel-master", redistest.MasterName)
+	s.waitFor("the lock and the master", 30*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "lock:e2e:sentinel") && strings.Contains(scr, "sentinel "+redistest.MasterName+" → "+r.Nodes[0].Addr)
+	})
+	promoted, err := r.Failover(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promotedAt := time.Now()
+	scr := s.waitFor("the promoted master in the status bar", 10*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "→ "+promoted.Addr)
+	})
+	took := time.Since(promotedAt)
+	t.Logf("the status bar named the promoted master %v after a quorum of sentinels did", took.Round(time.Millisecond))
+	if took > time.Second {
+		t.Errorf("the console took %v to show the failover, want within a second", took)
+	}
+	if !strings.Contains(scr, "lock:e2e:sentinel") {
+		t.Errorf("the lock left the table at the failover:\n%s", scr)
+	}
+	s.quit()
+}
