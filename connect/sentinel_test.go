@@ -227,3 +227,41 @@ func TestOpenSentinelErrors(t *testing.T) {
 		t.Fatalf("connected to the master as %q, %v; want app", who, err)
 	}
 }
+
+// A switch announced while FollowMaster's connections to the sentinels are down is still
+// sent once they are back: it asks who the master is when it subscribes again.
+func TestFollowMasterResyncsAfterReconnect(t *testing.T) {
+	r := redistest.StartReplicated(t, 1, 1)
+	proxy := redistest.NewProxy(t, r.SentinelAddrs[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	target, _, err := Open(ctx, Config{URLs: []string{"redis+sentinel://" + proxy.Addr + "/" + redistest.MasterName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	switches := target.FollowMaster(ctx)
+	waitSubscribed(t, r)
+	old := r.Nodes[0].Addr
+	proxy.Cut()
+	promoted, err := r.Failover(20 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case sw := <-switches:
+		t.Fatalf("a switch heard through a cut connection: %+v", sw)
+	case <-time.After(300 * time.Millisecond):
+	}
+	proxy.Restore()
+	restored := time.Now()
+	select {
+	case sw := <-switches:
+		t.Logf("the missed switch sent %v after the sentinel was reachable again", time.Since(restored).Round(time.Millisecond))
+		if sw.From != old || sw.To != promoted.Addr {
+			t.Fatalf("switch %+v, want %s → %s", sw, old, promoted.Addr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the switch missed while the sentinel was cut off was never sent")
+	}
+}
