@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lockscope/lockscope/connect"
 )
 
 // Modes a context may name.
@@ -164,7 +166,7 @@ func (c Context) check() error {
 			return errors.New("a sentinel password in a redis URL is refused: use sentinel_password_env")
 		}
 	}
-	sentinel := c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, isSentinelURL)
+	sentinel := c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, connect.IsSentinelURL)
 	if sentinel && c.Mode != "" && c.Mode != ModeSentinel {
 		return fmt.Errorf("mode %s with sentinel_master or a redis+sentinel:// URL: a Sentinel deployment is mode %s", c.Mode, ModeSentinel)
 	}
@@ -218,16 +220,10 @@ func (c Context) ResolvedMode() string {
 	switch {
 	case c.Mode != "":
 		return c.Mode
-	case c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, isSentinelURL):
+	case c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, connect.IsSentinelURL):
 		return ModeSentinel
 	}
 	return ModeStandalone
-}
-
-// isSentinelURL: redis+sentinel:// or rediss+sentinel://.
-func isSentinelURL(raw string) bool {
-	scheme, _, _ := strings.Cut(strings.ToLower(raw), "://")
-	return scheme == "redis+sentinel" || scheme == "rediss+sentinel"
 }
 
 // FetchSentinelPassword is the sentinels' password: the variable sentinel_password_env

@@ -55,8 +55,9 @@ func (s *sentinelState) setMaster(addr string) {
 	s.mu.Unlock()
 }
 
-// isSentinelURL: the URL's scheme names sentinels.
-func isSentinelURL(raw string) bool {
+// IsSentinelURL reports whether raw is a redis+sentinel:// or rediss+sentinel:// URL: one
+// that names sentinels and the master they monitor.
+func IsSentinelURL(raw string) bool {
 	scheme, _, _ := strings.Cut(raw, "://")
 	scheme = strings.ToLower(scheme)
 	return scheme == schemeSentinel || scheme == schemeSentinelTLS
@@ -64,7 +65,7 @@ func isSentinelURL(raw string) bool {
 
 // wantsSentinel: cfg names a Sentinel deployment (the mode, a master name or a sentinel URL).
 func wantsSentinel(cfg Config) bool {
-	return cfg.Mode == Sentinel || cfg.SentinelMaster != "" || slices.ContainsFunc(cfg.URLs, isSentinelURL)
+	return cfg.Mode == Sentinel || cfg.SentinelMaster != "" || slices.ContainsFunc(cfg.URLs, IsSentinelURL)
 }
 
 // sentinelURL is what one URL of a Sentinel deployment says.
