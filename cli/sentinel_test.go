@@ -15,8 +15,8 @@ import (
 )
 
 // Every command works through Sentinel, in both forms (--sentinel-master with the sentinels'
-// URLs, one redis+sentinel:// URL): ls, show, extend, release and the demo, and ls after
-// SENTINEL FAILOVER reads the promoted master.
+// URLs, one redis+sentinel:// URL): ls, show, extend, release, audit and the demo, and ls
+// after SENTINEL FAILOVER reads the promoted master, which ls names as the locks' server.
 func TestCLIThroughSentinel(t *testing.T) {
 	r := redistest.StartReplicated(t, 1, 1)
 	c := r.Client()
@@ -74,6 +74,12 @@ func TestCLIThroughSentinel(t *testing.T) {
 	expectExit(t, res, exitOK)
 	if n := promoted.Client().Exists(ctx, "lock:old").Val(); n != 0 {
 		t.Error("release after the failover did not delete lock:old on the new master")
+	}
+	// The trail has the extend from before the failover (replicated) and the release after it.
+	res = runCLI(t, cliOpts{}, append([]string{"audit"}, urlForm...)...)
+	expectExit(t, res, exitOK)
+	if strings.Count(res.stdout, "lock:old") != 2 {
+		t.Errorf("audit through the sentinels does not list the extend and the release of lock:old:\n%s", res)
 	}
 
 	res = runCLI(t, cliOpts{}, append([]string{"demo", "--headless", "--duration", "1500ms", "--ttl", "1s", "--json"}, flagForm...)...)
