@@ -120,7 +120,9 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if err != nil {
 		return describeError(view, err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// A closed terminal (SIGHUP) ends the run as ^C does: the failover-replica scenario's
+	// servers die with the process anyway, but its directory goes only in closeServers.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if opts.Headless {
 		select {

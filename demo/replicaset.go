@@ -243,7 +243,7 @@ func (r *ReplicaSet) SentinelAddr() string { return r.sentinel.addr }
 
 // Label names the set for a status bar.
 func (r *ReplicaSet) Label() string {
-	return fmt.Sprintf("redis-server master + replica + sentinel %s (%s)", r.sentinel.addr, ReplicaMasterName)
+	return "replica set, sentinel " + r.sentinel.addr // short: the status bar shows it after the master
 }
 
 // failoverOptions are the options of every failover client of the set: short timeouts (a

@@ -11,13 +11,14 @@ import (
 const kindDemo = "demo"
 
 // logDemoEvents adds the demo events of a snapshot that the log has not seen yet. A snapshot
-// carries only the latest few; the pane refreshes often enough to see them all.
+// carries only the latest few; the pane refreshes often enough to see them all. They arrive
+// up to a refresh late, so each goes in by its time among the lines logged meanwhile.
 func (m *Model) logDemoEvents(events []demo.Event) {
 	for _, ev := range events {
 		if ev.Seq <= m.demo.loggedSeq {
 			continue
 		}
-		m.events.add(logEntry{at: ev.At, kind: kindDemo, text: ev.Text})
+		m.events.addInOrder(logEntry{at: ev.At, kind: kindDemo, text: ev.Text})
 		m.demo.loggedSeq = ev.Seq
 	}
 }
@@ -38,5 +39,13 @@ func (p demoPane) masterParts(st styles) []string {
 	return []string{
 		st.warning.Render("master " + s.Master + " (was " + s.PreviousMaster + ")"),
 		fmt.Sprintf("promotions %d  locks lost %d  overlapping holders %d  token jumps %d", k.Promotions, k.LocksLost, k.OverlappingHolders, k.TokenJumps),
+	}
+}
+
+// addInOrder adds en after the entries not later than it.
+func (e *eventLog) addInOrder(en logEntry) {
+	e.add(en)
+	for i := len(e.entries) - 1; i > 0 && e.entries[i-1].at.After(en.at); i-- {
+		e.entries[i-1], e.entries[i] = e.entries[i], e.entries[i-1]
 	}
 }

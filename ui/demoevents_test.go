@@ -55,3 +55,21 @@ func TestDemoPaneFollowsMasterSwitch(t *testing.T) {
 		t.Errorf("%d demo lines in the event log, want 2", demoLines)
 	}
 }
+
+// A demo event reaches the log with the next snapshot, after lines logged meanwhile: it goes
+// in by its time.
+func TestDemoEventsLoggedInOrder(t *testing.T) {
+	var e eventLog
+	at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+	e.add(logEntry{at: at, kind: "acquired"})
+	e.add(logEntry{at: at.Add(150 * time.Millisecond), kind: "waiting"})
+	e.add(logEntry{at: at.Add(180 * time.Millisecond), kind: "renewed"})
+	e.addInOrder(logEntry{at: at.Add(100 * time.Millisecond), kind: kindDemo})
+	var kinds []string
+	for _, en := range e.entries {
+		kinds = append(kinds, en.kind)
+	}
+	if got := strings.Join(kinds, " "); got != "acquired demo waiting renewed" {
+		t.Errorf("log order %q", got)
+	}
+}
