@@ -45,10 +45,13 @@ fuzz:
 # SOAK each. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
 # Then every deployment × fault cell of docs/guarantees.md's table (internal/contend; `make
 # test` runs three), written to internal/contend/matrix.md (about 5 minutes).
+# Then the demo's failover-replica scenario for 2 minutes (about ten failovers; `make test`
+# runs it for 10 s, one).
 SOAK ?= 10m
 soak: deps
 	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock)?$$' -count=1 -timeout 0 ./locklib/
 	GUARANTEES_MATRIX=full GUARANTEES_MATRIX_OUT=matrix.md $(GO) test -race -run '^TestGuaranteesMatrix$$' -count=1 -timeout 0 -v ./internal/contend/
+	DEMO_FAILOVER_REPLICA=2m $(GO) test -race -run '^TestFailoverReplica$$' -count=1 -timeout 0 -v ./demo/
 
 # Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.
 bench:

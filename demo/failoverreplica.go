@@ -124,6 +124,12 @@ func (c *Controller) failoverReplica() error {
 		_ = rs.KillMaster(master) // thaws the replica; the set goes at Close
 		return c.ctx.Err()
 	}
+	// The workers' commands wait from the kill until the promoted master has been read, so
+	// that what it had is measured before anyone writes to it. They would fail meanwhile
+	// anyway: there is no master.
+	hold := c.instances[0]
+	hold.set(gatePaused)
+	defer hold.set(gateOpen)
 	before, err := c.readLocks(master)
 	if err != nil {
 		_ = rs.KillMaster(master)
@@ -150,6 +156,7 @@ func (c *Controller) failoverReplica() error {
 		p.Resources = append(p.Resources, PromotedResource{Key: key, TokenBefore: before[i].fence, NewMasterCounter: after[i].fence})
 	}
 	c.checker.promoted(p, phase)
+	hold.set(gateOpen)
 	c.setMaster(promoted)
 	c.logEvent("failover: the workers now follow master %s (replica promoted; %s killed; %d locks lost)", promoted, master, p.LocksLost)
 	if err := rs.Rejoin(c.ctx, master, promoted, replicaTimeout); err != nil {
