@@ -398,8 +398,8 @@ func (t Target) sentinelError(answers []sentinelAnswer) error {
 }
 
 // FollowMaster subscribes to +switch-master on every sentinel and sends each failover of
-// the target's master once, From the master last seen: every sentinel announces the same
-// switch, so a switch to the master already known is dropped. A sentinel whose connection breaks is subscribed to
+// the target's master once, From the master last seen (see switchFilter: every sentinel
+// announces the same switch, some late). A sentinel whose connection breaks is subscribed to
 // again, and then asked who is master, so a switch missed meanwhile is still sent. The
 // channel is closed when ctx ends; it is closed at once on a target that is not Sentinel.
 func (t Target) FollowMaster(ctx context.Context) <-chan MasterSwitch {
@@ -416,17 +416,12 @@ func (t Target) FollowMaster(ctx context.Context) <-chan MasterSwitch {
 	go func() { wg.Wait(); close(heard) }()
 	go func() {
 		defer close(out)
-		last := t.sentinel.lastMaster()
+		f := switchFilter{last: t.sentinel.lastMaster(), left: map[string]bool{}}
 		for sw := range heard {
-			if sw.To == last {
+			sw, ok := f.accept(sw)
+			if !ok {
 				continue
 			}
-			// From is the master lockscope last saw: a sentinel still busy with the previous
-			// failover names the master before it (and a resync after a reconnect none).
-			if last != "" || sw.From == "" {
-				sw.From = last
-			}
-			last = sw.To
 			t.sentinel.setMaster(sw.To)
 			select {
 			case out <- sw:
@@ -435,6 +430,31 @@ func (t Target) FollowMaster(ctx context.Context) <-chan MasterSwitch {
 		}
 	}()
 	return out
+}
+
+// switchFilter turns what the sentinels announce into each failover once.
+type switchFilter struct {
+	last string          // the master as last sent ("" before any is known)
+	left map[string]bool // masters switched away from
+}
+
+// accept says whether sw is a failover not sent yet, and gives it with From the master last
+// sent. Every sentinel announces the same switch: one to the master already known is a
+// repeat. A sentinel that was still busy with the previous failover announces a stale From;
+// with a To that is a master already left, it is that previous failover, late. A resync
+// (From "": the master the sentinels name after a reconnect) is a switch when it names
+// another master.
+func (f *switchFilter) accept(sw MasterSwitch) (MasterSwitch, bool) {
+	if sw.To == f.last || (sw.From != "" && sw.From != f.last && f.left[sw.To]) {
+		return sw, false
+	}
+	sw.From = f.last
+	if f.last != "" {
+		f.left[f.last] = true
+	}
+	delete(f.left, sw.To)
+	f.last = sw.To
+	return sw, true
 }
 
 // Pauses of a sentinel subscription: between attempts to reach a sentinel that is down, and

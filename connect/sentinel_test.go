@@ -265,3 +265,28 @@ func TestFollowMasterResyncsAfterReconnect(t *testing.T) {
 		t.Fatal("the switch missed while the sentinel was cut off was never sent")
 	}
 }
+
+// What the sentinels announce, in the orders seen, becomes each failover once: repeats from
+// the other sentinels, a stale From from one still busy with the previous failover, that
+// previous failover announced late, and a resync after a reconnect.
+func TestSwitchFilter(t *testing.T) {
+	sw := func(from, to string) MasterSwitch { return MasterSwitch{Name: "m", From: from, To: to} }
+	f := switchFilter{last: "a", left: map[string]bool{}}
+	var sent []string
+	for _, in := range []MasterSwitch{
+		sw("a", "b"), sw("a", "b"), sw("a", "b"), // one failover, three sentinels
+		sw("a", "c"), // the next, announced with the From of a sentinel that missed b
+		sw("a", "b"), // the first one, announced late: b was left already
+		sw("b", "c"), // a repeat of the second
+		sw("", "c"),  // a resync naming the master known: nothing
+		sw("", "a"),  // a resync: a switch was missed
+		sw("a", "c"), // a real failover back to a master left before
+	} {
+		if out, ok := f.accept(in); ok {
+			sent = append(sent, out.From+"→"+out.To)
+		}
+	}
+	if got, want := strings.Join(sent, " "), "a→b b→c c→a a→c"; got != want {
+		t.Fatalf("sent %q, want %q", got, want)
+	}
+}
