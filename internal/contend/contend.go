@@ -41,7 +41,7 @@ const (
 	ServerPause  Fault = "server-pause"  // SIGSTOP the server (the master) for 2 x ttl
 	HolderPause  Fault = "holder-pause"  // a holder stops for 2 x ttl between its Lost() check and its write
 	NetDelay     Fault = "delay"         // every connection of the clients delayed ttl/4 per chunk, for 2 x ttl
-	Failover     Fault = "failover"      // SENTINEL FAILOVER, CLUSTER FAILOVER FORCE
+	Failover     Fault = "failover"      // the master dies with its replicas behind; SENTINEL FAILOVER, CLUSTER FAILOVER FORCE
 	RestartEmpty Fault = "restart-empty" // restart the server (the master) at once, without its data
 )
 
@@ -64,7 +64,11 @@ const (
 	writeGap  = 50 * time.Millisecond // between two writes of a section
 	maxWrites = 30                    // a section is 2 to 30 writes: up to 1.5 s
 	warmUp    = time.Second           // contention before the fault
-	settle    = ttl                   // contention after the fault: a lock from before it has run out
+	// replicationLag is how long a failover's replicas are held behind their master before it
+	// dies (below the sentinels' and the cluster's 1 s timeouts, so they stay eligible): the
+	// locks taken and renewed meanwhile are what asynchronous replication loses.
+	replicationLag = 700 * time.Millisecond
+	settle         = ttl // contention after the fault: a lock from before it has run out
 )
 
 // keys share a hash tag, so that on the cluster one master serves them all and its faults hit
@@ -376,10 +380,22 @@ func sentinelFault(tb testing.TB, r *redistest.Replicated, f Fault, pn *proxyNet
 	case NetDelay:
 		return pn.delayFor(ttl/4, 2*ttl), nil
 	case Failover:
+		old, err := r.Master()
+		if err != nil {
+			return "", err
+		}
+		resume, err := r.StallReplication()
+		if err != nil {
+			return "", err
+		}
+		time.Sleep(replicationLag)
+		old.Kill()
+		resume()
 		if _, err := r.Failover(wait); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("SENTINEL FAILOVER, replica promoted after %v", time.Since(began).Round(100*time.Millisecond)), nil
+		return fmt.Sprintf("replicas held %v behind, master killed, SENTINEL FAILOVER: replica promoted after %v",
+			replicationLag, time.Since(began).Round(100*time.Millisecond)), nil
 	case RestartEmpty:
 		m, err := r.Master()
 		if err != nil {
@@ -421,21 +437,20 @@ func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (
 	case NetDelay:
 		return pn.delayFor(ttl/4, 2*ttl), nil
 	case Failover:
-		// CLUSTER SHARDS may report a replica as "loading" for a moment: ask again.
-		var replicas []*redistest.Server
-		var err error
-		for ; len(replicas) == 0 && time.Since(began) < wait; time.Sleep(100 * time.Millisecond) {
-			if _, replicas, err = cl.MasterOf(keys[0]); err != nil {
-				return "", err
-			}
+		old, replicas, resume, err := cl.StallReplication(keys[0])
+		if err != nil {
+			return "", err
 		}
-		if len(replicas) == 0 {
-			return "", errors.New("contend: the keys' master has no replica")
-		}
+		time.Sleep(replicationLag)
+		old.Kill()
+		resume()
 		if err := cl.FailoverForce(replicas[0], wait); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("CLUSTER FAILOVER FORCE, replica master after %v", time.Since(began).Round(100*time.Millisecond)), nil
+		did := fmt.Sprintf("replicas held %v behind, master killed, CLUSTER FAILOVER FORCE: replica master after %v",
+			replicationLag, time.Since(began).Round(100*time.Millisecond))
+		old.Restart()
+		return did + "; the old master restarted empty", nil
 	case RestartEmpty:
 		m, _, err := cl.MasterOf(keys[0])
 		if err != nil {

@@ -312,6 +312,38 @@ func (c *Cluster) KillMaster(key string, timeout time.Duration) (old, promoted *
 	return old, nil, fmt.Errorf("redistest: no replica of %s promoted within %v", old.Addr, timeout)
 }
 
+// StallReplication freezes the replicas of the master serving key (SIGSTOP) and closes their
+// links on the master, as Replicated.StallReplication does, so that what the master
+// acknowledges from now on reaches none of them. resume thaws them, and they catch up; kill
+// the master before, and what it acknowledged in between is lost, as when a master dies
+// before its replicas copied a write.
+func (c *Cluster) StallReplication(key string) (master *Server, replicas []*Server, resume func(), err error) {
+	master, replicas, err = c.MasterOf(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(replicas) == 0 {
+		return nil, nil, nil, fmt.Errorf("redistest: %s has no running replica", master.Addr)
+	}
+	for _, s := range replicas {
+		s.Pause()
+	}
+	resume = func() {
+		for _, s := range replicas {
+			if s.Running() {
+				s.Resume()
+			}
+		}
+	}
+	cl := redis.NewClient(&redis.Options{Addr: master.Addr, DialTimeout: time.Second, MaxRetries: -1})
+	defer cl.Close()
+	if err := cl.Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		resume()
+		return nil, nil, nil, fmt.Errorf("redistest: CLIENT KILL TYPE replica on %s: %w", master.Addr, err)
+	}
+	return master, replicas, resume, nil
+}
+
 func (c *Cluster) waitMaster(addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {

@@ -71,7 +71,8 @@ func TestReplicatedFailover(t *testing.T) {
 }
 
 // A cluster with one replica per master promotes the replica of a killed master, and of a
-// master whose replica is told CLUSTER FAILOVER FORCE.
+// master whose replica is told CLUSTER FAILOVER FORCE; a write its replica never got is lost
+// with the master.
 func TestClusterReplicasFailover(t *testing.T) {
 	Slow(t)
 	cl := StartCluster(t, 3, ClusterReplicas(1))
@@ -112,10 +113,30 @@ func TestClusterReplicasFailover(t *testing.T) {
 	if other == "" {
 		t.Fatal("no key on a master with a replica")
 	}
+	// A write its replica never got (replication stalled, then the master killed) is lost
+	// when the replica is forced over; the key is in the same slot (the hash tag).
+	lost := "{" + other + "}:lost"
+	master, stalled, resume, err := cl.StallReplication(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stalled) != 1 || stalled[0] != replicas[0] {
+		t.Fatalf("StallReplication stalled %v, want %s", stalled, replicas[0].Addr)
+	}
+	if err := c.Set(ctx, lost, "1", 0).Err(); err != nil {
+		resume()
+		t.Fatal(err)
+	}
+	master.Kill()
+	resume()
 	if err := cl.FailoverForce(replicas[0], 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if now, _, err := cl.MasterOf(other); err != nil || now != replicas[0] {
 		t.Fatalf("after FAILOVER FORCE %s is served by %v (%v)", other, now, err)
 	}
+	Eventually(t, "the cluster client asks the promoted replica for the stalled write", func() bool {
+		_, err := c.Get(ctx, lost).Result()
+		return err == redis.Nil
+	})
 }
