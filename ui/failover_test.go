@@ -218,3 +218,38 @@ func TestFenceJumpLinesBoundedPerPass(t *testing.T) {
 		t.Fatalf("%d locks marked, want all %d", len(m.fence.marks), n)
 	}
 }
+
+// The reader of the sentinels' switches is re-armed after each switch of the session shown,
+// and a new session's switches replace the old one's.
+func TestMasterSwitchReaderReArmed(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30, onSentinel)
+	ch := make(chan connect.MasterSwitch, 1)
+	m.masterCh = ch
+	_, cmd := m.Update(masterSwitchMsg{sw: connect.MasterSwitch{Name: "orders", From: oldMaster, To: newMaster, At: t0}})
+	if cmd == nil {
+		t.Fatal("no reader re-armed after a switch")
+	}
+	ch <- connect.MasterSwitch{Name: "orders", From: newMaster, To: oldMaster, At: t0}
+	next, ok := cmd().(masterSwitchMsg)
+	if !ok || next.sw.To != oldMaster || next.session != m.session {
+		t.Fatalf("the re-armed reader gave %#v", next)
+	}
+	m.Update(next)
+	mustContain(t, lineWith(t, screen(m), "lockscope"), "sentinel orders → "+oldMaster)
+	close(ch)
+	if _, ok := cmd().(masterClosedMsg); !ok {
+		t.Fatal("a closed stream does not end its reader")
+	}
+
+	// `:context` to another Sentinel deployment: the old session's switches are dropped.
+	newCh := make(chan connect.MasterSwitch)
+	m.sessionSeq = 1
+	m.Update(sessionMsg{seq: 1, session: Session{Target: sentinelTarget, Label: "context b"}, masterCh: newCh, end: func() {}})
+	if m.masterCh != (<-chan connect.MasterSwitch)(newCh) || m.status.master != "" {
+		t.Fatalf("after the session switch: master %q", m.status.master)
+	}
+	m.Update(masterSwitchMsg{sw: connect.MasterSwitch{Name: "orders", From: oldMaster, To: "127.0.0.1:7009"}, session: 0})
+	mustNotContain(t, screen(m), "127.0.0.1:7009")
+	m.Update(masterMsg{addr: "127.0.0.1:7010", session: 1})
+	mustContain(t, lineWith(t, screen(m), "lockscope"), "sentinel  → 127.0.0.1:7010")
+}

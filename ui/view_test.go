@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/scanner"
 )
 
 // Golden files of whole screens at fixed sizes with the clock frozen (update with
@@ -101,6 +102,16 @@ func TestEverySizeFits(t *testing.T) {
 		"detail": func(m *Model) { typeKeys(m, "enter") },
 		"help":   func(m *Model) { typeKeys(m, "?") },
 		"audit":  func(m *Model) { typeKeys(m, "a") },
+		"jumped": func(m *Model) { // a wider FENCE column, a longer detail view
+			switchMaster(m, oldMaster, newMaster)
+			feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})
+		},
+		"jumped detail": func(m *Model) {
+			switchMaster(m, oldMaster, newMaster)
+			feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})
+			selectKey(t, m, "lock:order:1001")
+			typeKeys(m, "enter")
+		},
 	}
 	for name, setup := range states {
 		m, _ := newTestModel(t, 80, 24)
