@@ -16,7 +16,7 @@ import (
 // Timings of the failover-replica scenario, in TTLs of the run (the sentinel's own timings
 // are fixed: ReplicaSet).
 const (
-	replicaFirstTTLs  = 1.5 // into the run before the first failover
+	replicaFirstTTLs  = 1   // into the run before the first failover
 	replicaEveryTTLs  = 4   // from one failover's end (old master back as a replica) to the next
 	replicaStallTTLs  = 0.6 // replication cut off before the kill: longer than a renewal interval (ttl/3)
 	progressEveryTTLs = 0.1 // failover-replica: a holder writes its progress this often
@@ -219,6 +219,9 @@ func (s Summary) writeFailovers(b *strings.Builder) {
 		"%d token jumps, %d token regressions\n", s.Promotions, s.LocksLost, s.OverlappingHolders, s.TokenJumps, s.TokenRegressions)
 	for _, p := range s.PromotionLog {
 		fmt.Fprintf(b, "  at %.1fs: master %s killed, replica %s promoted, %d locks lost\n", p.AtS, p.From, p.To, p.LocksLost)
+		if s.Protection != FencingTokens.String() {
+			continue // no tokens to follow
+		}
 		for _, r := range p.Resources {
 			first := "none yet"
 			if r.FirstTokenAfter != 0 {
