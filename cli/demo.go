@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -34,6 +35,7 @@ type demoOptions struct {
 	Duration  time.Duration
 	Headless  bool
 	JSON      bool
+	Compare   bool
 }
 
 func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
@@ -68,6 +70,7 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	fl.DurationVar(&opts.Duration, "duration", 0, fmt.Sprintf("run length (default: until you quit; %v with --headless)", defaultHeadlessDuration))
 	fl.BoolVar(&opts.Headless, "headless", false, "no console: run, print a summary, exit non-zero on any overlap")
 	fl.BoolVar(&opts.JSON, "json", false, "with --headless: the summary as JSON")
+	fl.BoolVar(&opts.Compare, "compare", false, "run locklib and the naive lock side by side (same scenario and seed, at the same time)")
 	return cmd
 }
 
@@ -80,7 +83,14 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	if lock == demo.Naive && opts.Redlock > 0 {
+	switch {
+	case opts.Compare && lock == demo.Naive:
+		return withExit(exitUsage, errors.New("--compare with --lock naive: --compare runs both locks already"))
+	case opts.Compare && scenario == demo.FailoverReplica:
+		return withExit(exitUsage, errors.New("--compare with --scenario failover-replica: the two runs would each fail over the one master"))
+	case opts.Compare && opts.Redlock > 0:
+		return withExit(exitUsage, errors.New("--compare with --redlock: the naive lock is a single-instance lock"))
+	case lock == demo.Naive && opts.Redlock > 0:
 		return withExit(exitUsage, errors.New("--lock naive with --redlock: the naive lock is a single-instance lock"))
 	}
 	if opts.Conn.ReadOnly {
@@ -105,7 +115,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	}
 	defer closeServers()
 
-	ctrl, err := demo.Start(demo.Config{
+	run, err := startDemo(opts.Compare, demo.Config{
 		Servers:   servers,
 		Scenario:  scenario,
 		Lock:      lock,
@@ -126,56 +136,98 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	defer stop()
 	if opts.Headless {
 		select {
-		case <-ctrl.Done():
+		case <-run.ctrl.Done():
 		case <-ctx.Done():
 		}
-	} else if err := runDemoConsole(ctx, opts, ctrl, view); err != nil {
-		ctrl.Stop()
-		removeDemoKeys(opts, ctrl)
+	} else if err := runDemoConsole(ctx, opts, run, view); err != nil {
+		run.stop()
+		removeDemoKeys(opts, run.remover)
 		return err
 	}
-	return finishDemo(opts, ctrl)
+	return finishDemo(opts, run)
+}
+
+// demoRun is the run of `lockscope demo`, or the two of --compare.
+type demoRun struct {
+	ctrl    *demo.Controller // the run the console drives: locklib's under --compare
+	naive   *demo.Controller // --compare's naive run, nil otherwise
+	remover interface{ RemoveKeys() error }
+	// stop ends the run(s) and returns what to print and the summary whose verdict is the
+	// exit code: locklib's.
+	stop func() (result demoResult, judged demo.Summary)
+}
+
+// demoResult is what a stopped run prints: a demo.Summary, or a demo.ComparisonSummary.
+type demoResult interface {
+	WriteJSON(io.Writer) error
+	WriteText(io.Writer) error
+}
+
+func startDemo(compare bool, cfg demo.Config) (demoRun, error) {
+	if compare {
+		pair, err := demo.StartComparison(cfg)
+		if err != nil {
+			return demoRun{}, err
+		}
+		return demoRun{ctrl: pair.LockLib, naive: pair.Naive, remover: pair,
+			stop: func() (demoResult, demo.Summary) {
+				s := pair.Stop()
+				return s, s.LockLib
+			}}, nil
+	}
+	ctrl, err := demo.Start(cfg)
+	if err != nil {
+		return demoRun{}, err
+	}
+	return demoRun{ctrl: ctrl, remover: ctrl,
+		stop: func() (demoResult, demo.Summary) {
+			s := ctrl.Stop()
+			return s, s
+		}}, nil
 }
 
 // runDemoConsole shows the run on the console until the operator quits (or --duration ends).
-func runDemoConsole(ctx context.Context, opts *demoOptions, ctrl *demo.Controller, view connect.Target) error {
+func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view connect.Target) error {
 	uiCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
-		case <-ctrl.Done(): // --duration given: the console closes with the run
+		case <-run.ctrl.Done(): // --duration given: the console closes with the run
 			cancel()
 		case <-uiCtx.Done():
 		}
 	}()
-	err := ui.Run(uiCtx, ui.Options{
+	o := ui.Options{
 		Target:      view,
 		Scanner:     opts.Conn.scanner(view),
 		Admin:       opts.Conn.admin(view),
 		ReadOnly:    opts.Conn.ReadOnly,
 		StuckAfter:  opts.Conn.StuckAfter,
-		TargetLabel: "demo on " + ctrl.Label(),
-		Demo:        ctrl,
-	})
-	return describeError(view, err)
+		TargetLabel: "demo on " + run.ctrl.Label(),
+		Demo:        run.ctrl,
+	}
+	if run.naive != nil { // not a typed nil in the interface
+		o.DemoCompare = run.naive
+	}
+	return describeError(view, ui.Run(uiCtx, o))
 }
 
 // finishDemo stops the run, removes its keys from servers it shares, prints the summary and
-// its verdict (after the console too: the run's result outlives its screen) and fails on any
-// overlap.
-func finishDemo(opts *demoOptions, ctrl *demo.Controller) error {
-	summary := ctrl.Stop()
-	removeDemoKeys(opts, ctrl)
+// its verdict (after the console too: the run's result outlives its screen) and fails when
+// locklib's run was unsafe (a naive run's overlaps are its expected result).
+func finishDemo(opts *demoOptions, run demoRun) error {
+	result, judged := run.stop()
+	removeDemoKeys(opts, run.remover)
 	var err error
 	if opts.JSON {
-		err = summary.WriteJSON(opts.IO.Out)
+		err = result.WriteJSON(opts.IO.Out)
 	} else {
-		err = summary.WriteText(opts.IO.Out)
+		err = result.WriteText(opts.IO.Out)
 	}
 	if err != nil {
 		return err
 	}
-	if err := summary.Verdict(); err != nil && summary.Lock == demo.LockLib {
+	if err := judged.Verdict(); err != nil && judged.Lock == demo.LockLib {
 		return withExit(exitUnsafe, err)
 	}
 	return nil
@@ -183,11 +235,11 @@ func finishDemo(opts *demoOptions, ctrl *demo.Controller) error {
 
 // removeDemoKeys deletes what a stopped run left on servers given with --redis (the embedded
 // ones go with the process), with a warning when it cannot.
-func removeDemoKeys(opts *demoOptions, ctrl *demo.Controller) {
+func removeDemoKeys(opts *demoOptions, run interface{ RemoveKeys() error }) {
 	if !opts.Conn.RedisGiven {
 		return
 	}
-	if err := ctrl.RemoveKeys(); err != nil {
+	if err := run.RemoveKeys(); err != nil {
 		printf(opts.IO.ErrOut, "lockscope: warning: %s\n", err.Error())
 	}
 }

@@ -87,6 +87,41 @@ func TestDemoNaiveOnRedis(t *testing.T) {
 	}
 }
 
+// --compare runs both locks at once: {"locklib": {...}, "naive": {...}}; the naive run's
+// overlaps and accepted stale writes are its expected result (exit 0), locklib's are zero.
+func TestDemoCompareJSON(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, cliOpts{env: []string{envRedisURL + "=redis://127.0.0.1:1"}},
+		"demo", "--headless", "--compare", "--scenario", "pause", "--duration", "4s", "--ttl", "1s", "--json")
+	expectExit(t, r, 0)
+	objs := jsonLines(t, compactJSON(t, r.stdout))
+	if len(objs) != 1 {
+		t.Fatalf("%d JSON objects, want 1\n%s", len(objs), r)
+	}
+	lib, _ := objs[0]["locklib"].(map[string]any)
+	naive, _ := objs[0]["naive"].(map[string]any)
+	if lib == nil || naive == nil || len(objs[0]) != 2 {
+		t.Fatalf("want exactly the keys locklib and naive:\n%s", r.stdout)
+	}
+	if lib["lock"] != "locklib" || lib["overlaps"] != 0.0 || lib["stale_accepted"] != 0.0 || lib["unsafe"] != false || lib["sections"].(float64) < 1 {
+		t.Errorf("locklib run: %v", lib)
+	}
+	if naive["lock"] != "naive" || naive["overlaps"].(float64) < 1 || naive["stale_accepted"].(float64) < 1 || naive["unsafe"] != true {
+		t.Errorf("naive run: %v, want overlaps and stale writes accepted", naive)
+	}
+	if lib["scenario"] != "pause" || naive["scenario"] != "pause" || lib["server"] != naive["server"] {
+		t.Errorf("the runs differ in scenario or server: %v / %v, %v / %v", lib["scenario"], naive["scenario"], lib["server"], naive["server"])
+	}
+	// The text form: both tables and verdicts, then the comparison.
+	r = runCLI(t, cliOpts{}, "demo", "--headless", "--compare", "--scenario", "healthy", "--duration", "1s", "--ttl", "1s")
+	expectExit(t, r, 0)
+	for _, want := range []string{"lock: locklib, protection: fencing-tokens", "lock: naive, protection: none", "compare:          locklib    naive"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the text summary lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
 // compactJSON turns the indented summary into one line, for jsonLines.
 func compactJSON(t *testing.T, out string) string {
 	t.Helper()
@@ -102,10 +137,13 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 		{"demo", "--headless", "--workers", "0"},
 		{"demo", "--headless", "--lock", "nosuch"},
 		{"demo", "--headless", "--lock", "naive", "--redlock", "3"},
+		{"demo", "--headless", "--compare", "--redlock", "3"},
+		{"demo", "--headless", "--compare", "--lock", "naive"},
+		{"demo", "--headless", "--compare", "--scenario", "failover-replica"},
 	} {
 		r := runCLI(t, cliOpts{}, args...)
 		expectExit(t, r, exitUsage)
-		if r.stderr == "" || strings.Contains(r.stderr, "goroutine") {
+		if r.stderr == "" || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 || strings.Contains(r.stderr, "goroutine") {
 			t.Errorf("%v: stderr %q, want one clear line", args, r.stderr)
 		}
 	}

@@ -316,7 +316,10 @@ func (c *Controller) restart(w *worker) {
 func holdingNote(w *worker) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.state == Holding || w.state == Working {
+	switch {
+	case (w.state == Holding || w.state == Working) && w.token == 0: // the naive lock, Redlock
+		return " holding " + w.resource
+	case w.state == Holding || w.state == Working:
 		return fmt.Sprintf(" holding %s (token %d)", w.resource, w.token)
 	}
 	return ""

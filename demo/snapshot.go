@@ -10,6 +10,7 @@ type Snapshot struct {
 	// failover-replica: the master the workers follow, the one before the last switch ("" before
 	// any), and the master being failed over now ("" when none)
 	Master, PreviousMaster, FailingOver string
+	Lock                                Lock       // the workers' lock
 	Scenario                            Scenario   // the scenario asked for
 	Phase                               Scenario   // the phase running now (= Scenario unless mixed)
 	Protection                          Protection // how the resource refuses stale writers
@@ -49,6 +50,7 @@ func (c *Controller) Snapshot() Snapshot {
 	s := Snapshot{
 		Server:     c.cfg.Servers.Label,
 		Addrs:      c.Addrs(),
+		Lock:       c.cfg.Lock,
 		Scenario:   c.cfg.Scenario,
 		Protection: c.protection,
 		TTL:        c.cfg.TTL,

@@ -11,7 +11,7 @@ import (
 const (
 	ttlWatchEveryTTLs = 0.5 // the lock keys are sampled this often
 	noTTLCountTTLs    = 1   // a key without a TTL this long, same value, is counted: held forever
-	noTTLDeleteTTLs   = 3   // ...and after this long the demo's "operator" deletes it by hand
+	noTTLDeleteTTLs   = 2   // ...and after this long the demo's "operator" deletes it by hand
 )
 
 // noTTLKey is a lock key first seen without a TTL.

@@ -10,23 +10,23 @@ import (
 // failover ("demo failover: the workers now follow master …"), as the demo words it.
 const kindDemo = "demo"
 
-// logDemoEvents adds the demo events of a snapshot that the log has not seen yet. A snapshot
-// carries only the latest few; the pane refreshes often enough to see them all. They arrive
-// up to a refresh late, so each goes in by its time among the lines logged meanwhile.
-func (m *Model) logDemoEvents(events []demo.Event) {
+// logDemoEvents adds the demo events of a snapshot that the log has not seen yet (after
+// *logged, which it advances), each text after prefix. A snapshot carries only the latest
+// few; the pane refreshes often enough to see them all. They arrive up to a refresh late, so
+// each goes in by its time among the lines logged meanwhile.
+func (m *Model) logDemoEvents(events []demo.Event, logged *uint64, prefix string) {
 	for _, ev := range events {
-		if ev.Seq <= m.demo.loggedSeq {
+		if ev.Seq <= *logged {
 			continue
 		}
-		m.events.addInOrder(logEntry{at: ev.At, kind: kindDemo, text: ev.Text})
-		m.demo.loggedSeq = ev.Seq
+		m.events.addInOrder(logEntry{at: ev.At, kind: kindDemo, text: prefix + ev.Text})
+		*logged = ev.Seq
 	}
 }
 
 // masterParts show the master a failover-replica run's workers follow: being failed over,
 // then the new one with the one it replaced, and the promotions' figures.
-func (p demoPane) masterParts(st styles) []string {
-	s := p.snap
+func masterParts(s demo.Snapshot, st styles) []string {
 	switch {
 	case s.FailingOver != "":
 		return []string{st.warning.Render("failing over: master " + s.FailingOver)}

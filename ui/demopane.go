@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -50,8 +51,9 @@ func (k demoKeyMap) Bindings() []key.Binding {
 // demoSnapshotMsg carries a snapshot; tick says it came from the refresh loop (which the
 // pane then re-arms), not from a one-off refresh after an action.
 type demoSnapshotMsg struct {
-	snap demo.Snapshot
-	tick bool
+	snap  demo.Snapshot
+	naive demo.Snapshot // --compare's second run (zero without one)
+	tick  bool
 }
 
 // demoActionMsg is the result of a key's Controller call; added is the id of a worker added.
@@ -64,16 +66,19 @@ type demoActionMsg struct {
 // checker's counters, and maps its keys to Controller calls. The root model holds one when the
 // console runs a demo, feeds it every message (Update) and draws it with View.
 type demoPane struct {
-	ctrl     DemoController
-	keys     demoKeyMap
-	snap     demo.Snapshot
-	loaded   bool
-	selected int    // id of the selected worker, 0 before the first snapshot
-	notice   string // why the last key was refused, until the next key succeeds
-	added    int    // id of the worker the last key added (confirmed under the table), 0 when none
-	redact   func(string) string
+	ctrl      DemoController
+	naive     DemoController // --compare: the naive lock's run, shown right of ctrl's; nil without
+	keys      demoKeyMap
+	snap      demo.Snapshot
+	naiveSnap demo.Snapshot
+	loaded    bool
+	selected  int    // id of the selected worker, 0 before the first snapshot
+	notice    string // why the last key was refused, until the next key succeeds
+	added     int    // id of the worker the last key added (confirmed under the table), 0 when none
+	redact    func(string) string
 
-	loggedSeq uint64 // Seq of the last demo event added to the console's event log
+	loggedSeq      uint64 // Seq of the last demo event added to the console's event log
+	loggedNaiveSeq uint64 // the same for --compare's naive run
 }
 
 // newDemoPane drives ctrl; redact removes the target's passwords from the errors it shows.
@@ -86,8 +91,14 @@ func (p *demoPane) Init() tea.Cmd { return p.snapshot(true, 0) }
 
 // snapshot takes a snapshot after delay (0: at once).
 func (p *demoPane) snapshot(tick bool, delay time.Duration) tea.Cmd {
-	ctrl := p.ctrl
-	take := func() tea.Msg { return demoSnapshotMsg{snap: ctrl.Snapshot(), tick: tick} }
+	ctrl, naive := p.ctrl, p.naive
+	take := func() tea.Msg {
+		msg := demoSnapshotMsg{snap: ctrl.Snapshot(), tick: tick}
+		if naive != nil {
+			msg.naive = naive.Snapshot()
+		}
+		return msg
+	}
 	if delay == 0 {
 		return take
 	}
@@ -99,7 +110,7 @@ func (p *demoPane) snapshot(tick bool, delay time.Duration) tea.Cmd {
 func (p *demoPane) Update(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 	switch msg := msg.(type) {
 	case demoSnapshotMsg:
-		p.snap, p.loaded = msg.snap, true
+		p.snap, p.naiveSnap, p.loaded = msg.snap, msg.naive, true
 		p.keepSelection()
 		if msg.tick && !msg.snap.Stopped {
 			return p.snapshot(true, demoRefresh), true
@@ -132,9 +143,13 @@ func (p *demoPane) handleKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		p.moveSelection(1)
 		return nil, true
 	case key.Matches(msg, p.keys.Add):
-		ctrl := p.ctrl
+		ctrls := p.controllers()
 		return func() tea.Msg {
-			id, err := ctrl.AddWorker()
+			id, err := ctrls[0].AddWorker()
+			for _, c := range ctrls[1:] {
+				_, e := c.AddWorker()
+				err = errors.Join(err, e)
+			}
 			return demoActionMsg{err: err, added: id}
 		}, true
 	}
@@ -142,17 +157,35 @@ func (p *demoPane) handleKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if !ok {
 		return nil, key.Matches(msg, p.keys.PauseResume, p.keys.Crash)
 	}
-	ctrl, id := p.ctrl, w.ID
+	ctrls, id := p.controllers(), w.ID
+	// Under --compare the fault goes to the same worker of both runs, so that both get it.
+	each := func(f func(c DemoController) error) tea.Cmd {
+		return func() tea.Msg {
+			var err error
+			for _, c := range ctrls {
+				err = errors.Join(err, f(c))
+			}
+			return demoActionMsg{err: err}
+		}
+	}
 	switch {
 	case key.Matches(msg, p.keys.PauseResume):
 		if w.State == demo.Paused {
-			return func() tea.Msg { return demoActionMsg{err: ctrl.ResumeWorker(id)} }, true
+			return each(func(c DemoController) error { return c.ResumeWorker(id) }), true
 		}
-		return func() tea.Msg { return demoActionMsg{err: ctrl.PauseWorker(id)} }, true
+		return each(func(c DemoController) error { return c.PauseWorker(id) }), true
 	case key.Matches(msg, p.keys.Crash):
-		return func() tea.Msg { return demoActionMsg{err: ctrl.CrashWorker(id)} }, true
+		return each(func(c DemoController) error { return c.CrashWorker(id) }), true
 	}
 	return nil, false
+}
+
+// controllers are the runs the keys act on: the demo's, and --compare's naive one.
+func (p *demoPane) controllers() []DemoController {
+	if p.naive == nil {
+		return []DemoController{p.ctrl}
+	}
+	return []DemoController{p.ctrl, p.naive}
 }
 
 // keepSelection keeps the selected id valid: the first worker when none is selected.
@@ -244,25 +277,21 @@ func (p demoPane) View(width, height int, st styles) string {
 	if !p.loaded {
 		return fitBlock(st.dim.Render("starting the demo…"), width, height)
 	}
+	if p.naive != nil {
+		return p.compareView(width, height, st)
+	}
 	s := p.snap
 	// The checker's counters come first: they are the proof, and survive any width.
-	parts := append([]string{st.paneTitle.Render("demo")}, p.counterParts(st)...)
+	parts := append([]string{st.paneTitle.Render("demo")}, counterParts(s, false, st)...)
 	parts = append(parts, "phase "+st.statusVal.Render(p.phaseText()), st.dim.Render(s.Server),
 		"ttl "+present.Duration(s.TTL), "protection "+s.Protection.String(), "up "+present.Duration(s.Elapsed))
 	top := flow(width, parts...)
 
 	var bottom []string
-	if len(s.Events) > 0 {
-		ev := s.Events[len(s.Events)-1]
-		bottom = append(bottom, st.dim.Render(ev.At.Format("15:04:05")+" ")+present.SafeText(ev.Text, 0)) // may quote a server's error
+	if ev, ok := lastEvent(s, st); ok {
+		bottom = append(bottom, ev)
 	}
-	if p.notice != "" {
-		bottom = append(bottom, st.noticeBad.Render(present.SafeText(p.notice, 0))) // the error may quote a server
-	}
-	if w, ok := p.worker(p.added); ok {
-		bottom = append(bottom, st.notice.Render("added "+w.Name+" (selected)"))
-	}
-	bottom = append(bottom, st.dim.Render(p.keyHint()))
+	bottom = append(bottom, p.footer(st)...)
 
 	// Then as many worker rows as fit, then the footer lines.
 	lines := top
@@ -274,9 +303,96 @@ func (p demoPane) View(width, height int, st styles) string {
 		bottom = bottom[:max(0, len(bottom)-(2-tableRows))]
 		tableRows = height - len(lines) - len(bottom)
 	}
-	lines = append(lines, p.workerTable(width, tableRows, st)...)
+	lines = append(lines, p.workerTable(s.Workers, width, tableRows, st)...)
 	lines = append(lines, bottom...)
 	return fitBlock(strings.Join(lines, "\n"), width, height)
+}
+
+// lastEvent is the run's last event in one line.
+func lastEvent(s demo.Snapshot, st styles) (string, bool) {
+	if len(s.Events) == 0 {
+		return "", false
+	}
+	ev := s.Events[len(s.Events)-1]
+	return st.dim.Render(ev.At.Format("15:04:05")+" ") + present.SafeText(ev.Text, 0), true // may quote a server's error
+}
+
+// footer is the result of the last key and the keys.
+func (p demoPane) footer(st styles) []string {
+	var lines []string
+	if p.notice != "" {
+		lines = append(lines, st.noticeBad.Render(present.SafeText(p.notice, 0))) // the error may quote a server
+	}
+	if w, ok := p.worker(p.added); ok {
+		lines = append(lines, st.notice.Render("added "+w.Name+" (selected)"))
+	}
+	return append(lines, st.dim.Render(p.keyHint()))
+}
+
+// compareSeparator stands between the two runs' columns.
+const compareSeparator = " │ "
+
+// compareView draws `demo --compare`: what both runs share on top (phase, server, ttl, time),
+// then each run in a column of its own, locklib's left and the naive lock's right, its counters
+// (all of them, so that they line up against each other), workers and last event; then the
+// keys, which act on both. Short heights drop the events, then the footer, as View does.
+func (p demoPane) compareView(width, height int, st styles) string {
+	s := p.snap
+	top := flow(width, st.paneTitle.Render("demo --compare"), "phase "+st.statusVal.Render(p.phaseText()),
+		st.dim.Render(s.Server), "ttl "+present.Duration(s.TTL), "up "+present.Duration(s.Elapsed))
+	if len(top) >= height {
+		return fitBlock(strings.Join(top[:height], "\n"), width, height)
+	}
+	lw := max(0, (width-lipgloss.Width(compareSeparator))/2)
+	rw := max(0, width-lipgloss.Width(compareSeparator)-lw)
+	heads := [2][]string{p.compareHead(p.snap, lw, st), p.compareHead(p.naiveSnap, rw, st)}
+	headRows := max(len(heads[0]), len(heads[1]))
+	bottom := p.footer(st)
+	tableRows := height - len(top) - headRows - len(bottom)
+	events := tableRows-1 >= 2
+	if events {
+		tableRows--
+	}
+	if tableRows < 2 {
+		bottom = bottom[:max(0, len(bottom)-(2-tableRows))]
+		tableRows = height - len(top) - headRows - len(bottom)
+	}
+	column := func(i int, snap demo.Snapshot, w int) []string {
+		col := append([]string(nil), heads[i]...)
+		for len(col) < headRows {
+			col = append(col, "")
+		}
+		table := p.workerTable(snap.Workers, w, tableRows, st)
+		for len(table) < tableRows {
+			table = append(table, "")
+		}
+		col = append(col, table...)
+		if ev, ok := lastEvent(snap, st); ok && events {
+			col = append(col, ev)
+		} else if events {
+			col = append(col, "")
+		}
+		return col
+	}
+	left, right := column(0, p.snap, lw), column(1, p.naiveSnap, rw)
+	lines := top
+	for i := range left {
+		lines = append(lines, padLine(left[i], lw)+st.dim.Render(compareSeparator)+fitLine(right[i], rw))
+	}
+	lines = append(lines, bottom...)
+	return fitBlock(strings.Join(lines, "\n"), width, height)
+}
+
+// compareHead is one run's title, protection and counters, flowed into width.
+func (p demoPane) compareHead(s demo.Snapshot, width int, st styles) []string {
+	parts := []string{st.paneTitle.Render(string(s.Lock)), "protection " + s.Protection.String()}
+	return flow(width, append(parts, counterParts(s, true, st)...)...)
+}
+
+// padLine cuts or pads a styled line to exactly width cells.
+func padLine(s string, width int) string {
+	s = fitLine(s, width)
+	return s + strings.Repeat(" ", max(0, width-lipgloss.Width(s)))
 }
 
 // keyHint is the pane's keys in one line (the root's help lists them too).
@@ -296,9 +412,10 @@ func (p demoPane) phaseText() string {
 	return fmt.Sprintf("%s (%s)", s.Phase, s.Scenario)
 }
 
-// counterParts are the checker's figures, the overlap count styled as the verdict.
-func (p demoPane) counterParts(st styles) []string {
-	k := p.snap.Counters
+// counterParts are the checker's figures of s, the overlap count styled as the verdict; all
+// shows stale accepted and no ttl even at 0 (--compare's columns), else only once they happen.
+func counterParts(s demo.Snapshot, all bool, st styles) []string {
+	k := s.Counters
 	overlaps := st.notice.Render("overlaps 0")
 	if k.Unsafe() {
 		overlaps = st.danger.Render("overlaps " + strconv.FormatInt(k.Overlaps, 10) + " UNSAFE")
@@ -308,25 +425,29 @@ func (p demoPane) counterParts(st styles) []string {
 	// or leave a lock held forever.
 	if k.StaleAccepted > 0 {
 		parts = append(parts, st.danger.Render("stale accepted "+strconv.FormatInt(k.StaleAccepted, 10)))
+	} else if all {
+		parts = append(parts, "stale accepted 0")
 	}
 	if k.NoTTLLocks > 0 {
 		parts = append(parts, st.warning.Render("no ttl "+strconv.FormatInt(k.NoTTLLocks, 10)))
+	} else if all {
+		parts = append(parts, "no ttl 0")
 	}
 	parts = append(parts,
 		"sections "+strconv.FormatInt(k.Sections, 10),
 		"stale rejected "+strconv.FormatInt(k.StaleRejected, 10),
 		"expired after crash "+strconv.FormatInt(k.ExpiredAfterCrash, 10),
-		"wait p50 "+demoDuration(p.snap.WaitP50)+" p99 "+demoDuration(p.snap.WaitP99),
+		"wait p50 "+demoDuration(s.WaitP50)+" p99 "+demoDuration(s.WaitP99),
 	)
-	if i := p.snap.InstanceDown; i >= 0 && i < len(p.snap.Addrs) {
-		parts = append(parts, st.warning.Render("instance "+p.snap.Addrs[i]+" down"))
+	if i := s.InstanceDown; i >= 0 && i < len(s.Addrs) {
+		parts = append(parts, st.warning.Render("instance "+s.Addrs[i]+" down"))
 	}
-	parts = append(parts, p.masterParts(st)...)
+	parts = append(parts, masterParts(s, st)...)
 	return parts
 }
 
-// workerTable is a header and up to rows-1 worker rows around the selected one.
-func (p demoPane) workerTable(width, rows int, st styles) []string {
+// workerTable is a header and up to rows-1 rows of workers around the selected one.
+func (p demoPane) workerTable(workers []demo.WorkerSnapshot, width, rows int, st styles) []string {
 	if rows <= 0 {
 		return nil
 	}
@@ -356,10 +477,15 @@ func (p demoPane) workerTable(width, rows int, st styles) []string {
 	}
 	lines := []string{st.header.Render(render(func(c demoColumn) string { return c.title }))}
 
-	workers := p.snap.Workers
 	visible := rows - 1
 	first := 0
-	if sel := p.selectedIndex(); sel >= visible {
+	sel := -1
+	for i, w := range workers {
+		if w.ID == p.selected {
+			sel = i
+		}
+	}
+	if sel >= visible {
 		first = sel - visible + 1
 	}
 	for i := first; i < len(workers) && i < first+visible; i++ {

@@ -235,3 +235,106 @@ func TestGoldenDemoPaneNoColor60x15(t *testing.T) {
 	p, _ := loadedPane(t)
 	golden.RequireEqual(t, p.View(60, 15, newStyles(colorprofile.ASCII, true)))
 }
+
+// naiveTestSnapshot is the naive lock's run beside demoTestSnapshot: no tokens, overlaps and
+// stale writes accepted, a lock left without a TTL.
+func naiveTestSnapshot() demo.Snapshot {
+	s := demoTestSnapshot()
+	s.Lock, s.Protection = demo.Naive, demo.Unprotected
+	s.Workers = []demo.WorkerSnapshot{
+		{ID: 1, Name: "demo-w1", State: demo.Working, Resource: "lock:naive:orders", Holds: 14, WaitP50: 90 * time.Millisecond, WaitP99: 700 * time.Millisecond},
+		{ID: 2, Name: "demo-w2", State: demo.Working, Resource: "lock:naive:orders", Holds: 13, WaitP50: 80 * time.Millisecond, WaitP99: 800 * time.Millisecond},
+		{ID: 3, Name: "demo-w3", State: demo.Waiting, Resource: "lock:naive:payments", Holds: 11},
+		{ID: 4, Name: "demo-w4", State: demo.Crashed, Resource: "lock:naive:inventory", Holds: 10},
+	}
+	s.Counters = demo.Counters{Sections: 48, Handoffs: 37, Overlaps: 4, StaleAccepted: 3, NoTTLLocks: 1}
+	s.Events = []demo.Event{{At: s.Events[0].At, Text: "demo-w4 crashed between SETNX and EXPIRE of lock:naive:inventory: the key has no TTL"}}
+	return s
+}
+
+// comparePane is a --compare pane with both snapshots loaded.
+func comparePane(t *testing.T) (*demoPane, *recordingDemo, *recordingDemo) {
+	t.Helper()
+	lib, naive := &recordingDemo{snap: demoTestSnapshot()}, &recordingDemo{snap: naiveTestSnapshot()}
+	lib.snap.Lock = demo.LockLib
+	p := newDemoPane(lib, func(s string) string { return s })
+	p.naive = naive
+	if _, handled := p.Update(p.Init()()); !handled {
+		t.Fatal("the pane did not handle its snapshot message")
+	}
+	return &p, lib, naive
+}
+
+// Under --compare the two runs stand side by side, each with every counter, and each key
+// acts on the same worker of both runs.
+func TestDemoPaneCompare(t *testing.T) {
+	p, lib, naive := comparePane(t)
+	view := ansi.Strip(p.View(120, 16, newStyles(colorprofile.TrueColor, true)))
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`locklib\s+protection fencing-tokens\s+overlaps 0\s.*│ naive\s+protection none\s+overlaps 4 UNSAFE`),
+		regexp.MustCompile(`demo-w1\s+working .*│ demo-w1\s+working`),
+		regexp.MustCompile(`│ .*crashed between SETNX and EXPIRE`),
+	} {
+		if !want.MatchString(view) {
+			t.Errorf("the compare view lacks %s:\n%s", want, view)
+		}
+	}
+	var left, right strings.Builder
+	for _, l := range strings.Split(view, "\n") {
+		if l, r, ok := strings.Cut(l, "│"); ok {
+			left.WriteString(l + "\n")
+			right.WriteString(r + "\n")
+		}
+	}
+	for col, want := range map[*strings.Builder][]string{
+		&left:  {"stale accepted 0", "no ttl 0", "stale rejected 1", "crashed holding"},
+		&right: {"stale accepted 3", "no ttl 1", "stale rejected 0", "between SETNX and EXPIRE"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(col.String(), w) {
+				t.Errorf("column lacks %q:\n%s", w, col.String())
+			}
+		}
+	}
+	for _, k := range []string{"p", "x", "+"} {
+		cmd, _ := p.Update(demoKey(k))
+		runDemoCmd(t, p, cmd)
+	}
+	want := "pause 1,crash 1,add"
+	if got := strings.Join(lib.calls, ","); got != want {
+		t.Errorf("locklib run: calls %s, want %s", got, want)
+	}
+	if got := strings.Join(naive.calls, ","); got != want {
+		t.Errorf("naive run: calls %s, want %s", got, want)
+	}
+	runDemoCmd(t, p, p.snapshot(false, 0)) // the worker added, selected in both runs
+	naive.err = errors.New("demo: worker is already paused: demo-w5")
+	cmd, _ := p.Update(demoKey("p"))
+	runDemoCmd(t, p, cmd)
+	if p.notice != naive.err.Error() {
+		t.Errorf("notice %q, want the naive run's refusal", p.notice)
+	}
+}
+
+// The compare view too: exactly height lines, none wider than width, at any size.
+func TestDemoPaneCompareFitsAnySize(t *testing.T) {
+	p, _, _ := comparePane(t)
+	st := newStyles(colorprofile.TrueColor, true)
+	for _, size := range [][2]int{{160, 40}, {120, 16}, {80, 24}, {60, 15}, {60, 5}, {20, 15}, {20, 3}, {20, 1}, {5, 2}} {
+		w, h := size[0], size[1]
+		lines := strings.Split(p.View(w, h, st), "\n")
+		if len(lines) != h {
+			t.Errorf("%dx%d: %d lines", w, h, len(lines))
+		}
+		for i, l := range lines {
+			if lw := lipgloss.Width(l); lw > w {
+				t.Errorf("%dx%d: line %d is %d wide: %q", w, h, i, lw, l)
+			}
+		}
+	}
+}
+
+func TestGoldenDemoPaneCompare120x16(t *testing.T) {
+	p, _, _ := comparePane(t)
+	golden.RequireEqual(t, p.View(120, 16, newStyles(colorprofile.TrueColor, true)))
+}

@@ -144,6 +144,7 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 	}
 	if o.Demo != nil {
 		p := newDemoPane(o.Demo, o.Target.Redact)
+		p.naive = o.DemoCompare
 		m.demo = &p
 	}
 	m.setStyles()
@@ -184,7 +185,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	if snap, ok := msg.(demoSnapshotMsg); ok && m.demo != nil {
-		m.logDemoEvents(snap.snap.Events)
+		m.logDemoEvents(snap.snap.Events, &m.demo.loggedSeq, "")
+		m.logDemoEvents(snap.naive.Events, &m.demo.loggedNaiveSeq, "naive run: ") // --compare
 	}
 	if _, isKey := msg.(tea.KeyPressMsg); m.demo != nil && !isKey {
 		// The demo pane's own messages (snapshots, results of its keys).

@@ -42,6 +42,9 @@ type Options struct {
 	// Demo, when set, adds the contention demo's pane below the table (workers, checker
 	// counters) and its keys: [ ] select a worker, p pause/resume, x crash, + add.
 	Demo DemoController
+	// DemoCompare, with Demo, is the naive lock's run of `demo --compare`: the pane shows the
+	// two runs side by side (Demo's left, this one right) and its keys act on both.
+	DemoCompare DemoController
 	// NoEvents turns off the subscription to locklib's event channel.
 	NoEvents bool
 	// Now is the clock (tests freeze it); nil means time.Now.
