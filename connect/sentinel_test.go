@@ -67,9 +67,8 @@ func TestSentinelURLForms(t *testing.T) {
 }
 
 // Open through the sentinels reaches the master and follows it: FollowMaster hears a SENTINEL
-// FAILOVER, and then a killed master replaced, within a second of the promotion, each once
-// though three sentinels announce it; Label and Master name the master of the moment; the
-// client writes to it.
+// FAILOVER, then a killed master replaced, then a failover back to the first master, each within a second of the promotion and once though three sentinels announce
+// it; Label and Master name the master of the moment; the client writes to it.
 func TestSentinelFollowsFailovers(t *testing.T) {
 	r := redistest.StartReplicated(t, 2, 3)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -90,15 +89,22 @@ func TestSentinelFollowsFailovers(t *testing.T) {
 	waitSubscribed(t, r)
 
 	from := first
-	for round := range 2 {
+	for round := range 3 {
 		how, t0 := "SENTINEL FAILOVER", time.Now()
 		var promoted *redistest.Server
 		var err error
-		if round == 0 {
+		switch round {
+		case 0:
 			promoted, err = r.Failover(20 * time.Second)
-		} else {
+		case 1:
 			how = "the master killed"
 			_, promoted, err = r.KillMaster(20 * time.Second)
+		case 2:
+			how = "SENTINEL FAILOVER back to the first master"
+			t0, promoted = failoverBack(t, r)
+			if promoted != r.Nodes[0] {
+				t.Fatalf("promoted %s, want the first master %s (the only replica left)", promoted.Addr, first)
+			}
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -148,6 +154,25 @@ func TestSentinelFollowsFailovers(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("FollowMaster's channel is not closed when the context ends")
+	}
+}
+
+// failoverBack asks for SENTINEL FAILOVER until the sentinels accept: they refuse
+// (NOGOODSLAVE) until they have taken the demoted master for a replica, which takes them
+// seconds. It returns when the accepted attempt began.
+func failoverBack(t *testing.T, r *redistest.Replicated) (time.Time, *redistest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		t0 := time.Now()
+		promoted, err := r.Failover(20 * time.Second)
+		if err == nil {
+			return t0, promoted
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
