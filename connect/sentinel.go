@@ -229,32 +229,13 @@ func sentinelOptions(cfg Config, tlsConf *tls.Config, known secrets) (*redis.Fai
 	if tlsConf == nil && first.tls {
 		tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	if tlsConf != nil {
-		tlsConf = tlsConf.Clone()
-		// One config serves every sentinel and master: the certificate's name can be checked
-		// only when they share a host name.
-		if tlsConf.ServerName == "" {
-			tlsConf.ServerName = commonHost(fo.SentinelAddrs)
-		}
-		fo.TLSConfig = tlsConf
-	}
+	// No ServerName: one config serves every sentinel and the master, and go-redis dials
+	// them with tls.DialWithDialer, which checks each certificate against its own host.
+	fo.TLSConfig = tlsConf
 	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = dialTimeout, ioTimeout, ioTimeout
 	fo.MaxRetries, fo.DialerRetries = 1, dialRetries
 	fo.OnConnect = nameConnection
 	return fo, nil
-}
-
-// commonHost is the host every address has, or "".
-func commonHost(addrs []string) string {
-	host := ""
-	for i, a := range addrs {
-		h, _, _ := net.SplitHostPort(a)
-		if i > 0 && h != host {
-			return ""
-		}
-		host = h
-	}
-	return host
 }
 
 // openSentinel opens a Sentinel target: it asks the sentinels for the master (so that a

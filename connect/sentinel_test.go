@@ -32,7 +32,7 @@ func TestSentinelURLForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fo.MasterName != "orders" || len(fo.SentinelAddrs) != 2 || fo.Password != "mpw" || fo.SentinelPassword != "spw" ||
-		fo.TLSConfig == nil || fo.TLSConfig.ServerName != "h1" {
+		fo.TLSConfig == nil || fo.TLSConfig.ServerName != "" {
 		t.Errorf("--sentinel-master with rediss:// URLs: %+v", fo)
 	}
 	if !wantsSentinel(Config{URLs: []string{"rediss+sentinel://h/m"}}) || wantsSentinel(Config{URLs: []string{"redis://h"}}) {
