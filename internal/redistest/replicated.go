@@ -44,6 +44,9 @@ func StartReplicated(tb testing.TB, replicas, sentinels int, opts ...Option) *Re
 		tb.Fatal("redistest: a replicated set needs at least one sentinel")
 	}
 	r := &Replicated{tb: tb, Quorum: sentinels/2 + 1}
+	// A replica that comes back empty (Rejoin) or follows a new master needs a full sync,
+	// which Redis 7 delays 5 s by default in case more replicas want one.
+	opts = append([]Option{WithArgs("--repl-diskless-sync-delay", "0")}, opts...)
 	master := Start(tb, opts...)
 	r.Nodes = append(r.Nodes, master)
 	for range replicas {
@@ -196,19 +199,35 @@ func (r *Replicated) Failover(timeout time.Duration) (promoted *Server, err erro
 	return r.WaitPromoted(old, timeout)
 }
 
-// StallReplication freezes every replica (SIGSTOP) and closes their links on the master, so
-// that what the master acknowledges from now on reaches no replica (a frozen replica alone
-// is not enough: its kernel keeps taking the stream into the socket's buffer). resume thaws
-// them; they reconnect and catch up, unless the master died meanwhile: then what it
-// acknowledged in between is lost, as when a master dies before its replicas copied a write.
-func (r *Replicated) StallReplication() (resume func(), err error) {
+// StallReplication freezes the given replicas, or every replica when none is given (SIGSTOP),
+// and closes their links on the master, so that what the master acknowledges from now on
+// reaches none of them (a frozen replica alone is not enough: its kernel keeps taking the
+// stream into the socket's buffer). resume thaws them; they reconnect and catch up, unless
+// the master died meanwhile: then what it acknowledged in between is lost, as when a master
+// dies before its replicas copied a write.
+func (r *Replicated) StallReplication(replicas ...*Server) (resume func(), err error) {
 	m, err := r.Master()
 	if err != nil {
 		return nil, err
 	}
-	replicas, err := r.Replicas()
-	if err != nil {
-		return nil, err
+	all := len(replicas) == 0
+	if all {
+		if replicas, err = r.Replicas(); err != nil {
+			return nil, err
+		}
+	}
+	// The master knows a replica's link by the link's address, which only the replica tells
+	// (its master client's laddr): asked before it is frozen.
+	kill := [][]any{{"CLIENT", "KILL", "TYPE", "replica"}}
+	if !all {
+		kill = kill[:0]
+		for _, s := range replicas {
+			laddr, err := masterLinkAddr(s.Addr)
+			if err != nil {
+				return nil, err
+			}
+			kill = append(kill, []any{"CLIENT", "KILL", "ADDR", laddr})
+		}
 	}
 	for _, s := range replicas {
 		s.Pause()
@@ -222,11 +241,29 @@ func (r *Replicated) StallReplication() (resume func(), err error) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer c.Close()
-	if err := c.Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		resume()
-		return nil, fmt.Errorf("redistest: CLIENT KILL TYPE replica on %s: %w", m.Addr, err)
+	for _, args := range kill {
+		if err := c.Do(context.Background(), args...).Err(); err != nil {
+			resume()
+			return nil, fmt.Errorf("redistest: %v on %s: %w", args, m.Addr, err)
+		}
 	}
 	return resume, nil
+}
+
+// masterLinkAddr is the local address of a replica's connection to its master.
+func masterLinkAddr(replica string) (string, error) {
+	c := redis.NewClient(&redis.Options{Addr: replica, DialTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	list, err := c.Do(context.Background(), "CLIENT", "LIST", "TYPE", "master").Text()
+	if err != nil {
+		return "", fmt.Errorf("redistest: CLIENT LIST TYPE master on %s: %w", replica, err)
+	}
+	for f := range strings.FieldsSeq(list) {
+		if laddr, ok := strings.CutPrefix(f, "laddr="); ok {
+			return laddr, nil
+		}
+	}
+	return "", fmt.Errorf("redistest: %s has no link to a master", replica)
 }
 
 // WaitPromoted waits until a quorum of sentinels names a master other than old and that node
