@@ -236,6 +236,41 @@ func TestDemoTUIInTmux(t *testing.T) {
 	}
 }
 
+// `lockscope demo --compare` in a real terminal: the lock table holds both runs' keys, the demo
+// pane a column per run, and q prints both verdicts, exit 0 (the naive run's overlaps do not
+// fail it).
+func TestDemoCompareTUIInTmux(t *testing.T) {
+	redistest.Slow(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not on PATH (apt-get install tmux)")
+	}
+	bin := cliBinary(t)
+	sock := fmt.Sprintf("lockscope-compare-test-%d", os.Getpid())
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = tmux("kill-server") })
+	command := fmt.Sprintf("env -u %s -u %s TERM=xterm-256color %s demo --compare --scenario pause --ttl 1s; echo EXITED $?; sleep 30", envRedisURL, envPassword, bin)
+	if out, err := tmux("new-session", "-d", "-s", "demo", "-x", "120", "-y", "40", command); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	capture := func() string {
+		out, _ := tmux("capture-pane", "-p", "-t", "demo")
+		return out
+	}
+	both := regexp.MustCompile(`(?s)lock:demo:\w+\s+demo-w\d.*lock:naive:\w+\s+demo-w\d.*locklib\s+protection fencing-tokens.*│ naive\s+protection none`)
+	if screen := waitScreen(t, capture, 20*time.Second, both.MatchString); !both.MatchString(screen) {
+		t.Fatalf("no lock table with both runs' keys and no demo pane with both columns within 20s:\n%s", screen)
+	}
+	_, _ = tmux("send-keys", "-t", "demo", "q")
+	quit := func(screen string) bool { return strings.Contains(screen, "EXITED") }
+	screen := waitScreen(t, capture, 10*time.Second, quit)
+	if !strings.Contains(screen, "compare:") || !strings.Contains(screen, "EXITED 0") {
+		t.Fatalf("the demo did not quit with the comparison and exit 0 on q:\n%s", screen)
+	}
+}
+
 // waitScreen polls the screen until ok holds or timeout passes, and returns the last screen.
 func waitScreen(t *testing.T, capture func() string, timeout time.Duration, ok func(string) bool) string {
 	t.Helper()
