@@ -30,11 +30,14 @@ func secretsOf(cfg Config) secrets {
 	s.add(cfg.Password)
 	s.add(cfg.SentinelPassword)
 	for _, raw := range cfg.URLs {
-		if u, err := url.Parse(raw); err == nil {
+		s.addSentinelPasswords(raw)
+		u, err := url.Parse(raw)
+		if err != nil { // several sentinels (h1:p1,[::1]:p2) do not parse: without them
+			_, rest := cutHosts(raw)
+			u, err = url.Parse(rest)
+		}
+		if err == nil {
 			if p, ok := u.User.Password(); ok {
-				s.add(p)
-			}
-			for _, p := range u.Query()["sentinel_password"] {
 				s.add(p)
 			}
 			continue
@@ -46,6 +49,26 @@ func secretsOf(cfg Config) secrets {
 		}
 	}
 	return s
+}
+
+// addSentinelPasswords adds every sentinel_password= of raw's query as written, and
+// unescaped when it can be: a query that does not parse still reaches the messages.
+func (s *secrets) addSentinelPasswords(raw string) {
+	_, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for pair := range strings.SplitSeq(query, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		if key != "sentinel_password" {
+			continue
+		}
+		s.add(value)
+		if v, err := url.QueryUnescape(value); err == nil && v != value {
+			s.add(v)
+		}
+	}
 }
 
 // unparsableUserinfo is what lies between the scheme and the last '@' of a URL that

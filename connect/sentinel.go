@@ -131,6 +131,9 @@ func parseSentinelURL(raw string, known secrets) (sentinelURL, error) {
 		host, port, err := net.SplitHostPort(hp)
 		if err != nil {
 			host, port = hp, defaultSentinelPort
+			if inner, ok := strings.CutPrefix(hp, "["); ok { // [::1] without a port
+				host, _ = strings.CutSuffix(inner, "]")
+			}
 		}
 		if host == "" || !validPort(port) {
 			return sentinelURL{}, bad("sentinel address %q: want host:port", hp)
@@ -141,7 +144,10 @@ func parseSentinelURL(raw string, known secrets) (sentinelURL, error) {
 		out.user = u.User.Username()
 		out.password, _ = u.User.Password()
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil { // u.Query() would drop the pair, sentinel_password= and all, silently
+		return sentinelURL{}, bad("the query does not parse (a bad %%-escape or a ;)")
+	}
 	for key := range q {
 		switch key {
 		case "sentinel_username":

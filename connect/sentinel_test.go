@@ -315,3 +315,33 @@ func TestSwitchFilter(t *testing.T) {
 		t.Fatalf("sent %q, want %q", got, want)
 	}
 }
+
+// Sentinel URLs that url.Parse refuses as a whole (several IPv6 sentinels) still have their
+// passwords scrubbed from every message, a query that does not parse is refused rather than
+// its sentinel_password dropped, and a bracketed IPv6 sentinel without a port gets 26379.
+func TestSentinelURLEdges(t *testing.T) {
+	leaky := [][]string{
+		{"redis+sentinel://[::1]:1,[::1]:2/m?sentinel_password=S3CRETQ", "redis+sentinel://[::1]:3/m"},
+		{"redis+sentinel://[::1]:1,[::1]:2/m?sentinel_password=S3CRETQ&x=1"},
+		{"redis+sentinel://u:S3CRETU@[::1]:1,[::1]:2/m?sentinel_password=S3CRETQ", "redis+sentinel://[::1]:3/m"},
+		{"redis+sentinel://h1:1,h2:2/m?sentinel_password=S3C%zzRETQ"},
+		{"redis+sentinel://[::1]:1,[::1]:2/m?sentinel_password=S3C%zzRETQ"},
+	}
+	for _, urls := range leaky {
+		cfg := Config{URLs: urls}
+		_, err := sentinelOptions(cfg, nil, secretsOf(cfg))
+		if !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%q: %v, want ErrBadConfig", urls, err)
+		} else if strings.Contains(err.Error(), "S3C") {
+			t.Errorf("%q: a password in %q", urls, err)
+		}
+	}
+	cfg := Config{URLs: []string{"redis+sentinel://[::1],[::1]:2,::1/m"}}
+	fo, err := sentinelOptions(cfg, nil, secretsOf(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fo.SentinelAddrs, " "); got != "[::1]:26379 [::1]:2" {
+		t.Errorf("sentinels %q, want [::1]:26379 [::1]:2", got)
+	}
+}
