@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 )
 
 // Comparison is `lockscope demo --compare`: a locklib run and a naive run of the same Config
@@ -40,9 +41,15 @@ func StartComparison(cfg Config) (*Comparison, error) {
 // Done is closed when the runs' Duration has passed (both started together with the same one).
 func (p *Comparison) Done() <-chan struct{} { return p.LockLib.Done() }
 
-// Stop stops both runs and returns their summaries.
+// Stop stops both runs at once (neither goes on while the other winds down) and returns
+// their summaries.
 func (p *Comparison) Stop() ComparisonSummary {
-	return ComparisonSummary{LockLib: p.LockLib.Stop(), Naive: p.Naive.Stop()}
+	var s ComparisonSummary
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Naive = p.Naive.Stop() })
+	s.LockLib = p.LockLib.Stop()
+	wg.Wait()
+	return s
 }
 
 // RemoveKeys removes what both runs left (Controller.RemoveKeys).
