@@ -47,9 +47,12 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 			"kept alive by the watchdog, holders that crash, holders frozen past their TTL whose late writes the\n" +
 			"protected resource refuses, and (Redlock) an instance lost and restarted empty. A checker records\n" +
 			"every write and counts overlaps: two critical sections interleaving on one resource.\n\n" +
+			"--lock naive runs the same workers on the textbook lock (SETNX then EXPIRE, DEL without an owner\n" +
+			"check, no fencing token) under lock:naive:* keys, to show the checker catching it; --compare runs\n" +
+			"both at once, side by side.\n\n" +
 			"Without --redis the demo runs its own in-process Redis (miniredis) and never touches $REDIS_URL or\n" +
 			"127.0.0.1:6379. --headless prints a summary instead of opening the console, and exits " +
-			fmt.Sprint(exitUnsafe) + " if any overlap was seen.",
+			fmt.Sprint(exitUnsafe) + " if locklib's run\nwas unsafe (an overlap, or a stale write accepted); the naive lock's overlaps are expected.",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Conn = connectionFlags(cmd, getenv)
@@ -68,7 +71,7 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	fl.IntVar(&opts.Redlock, "redlock", 0, "Redlock over N instances: N embedded servers, or the N --redis URLs given")
 	fl.DurationVar(&opts.TTL, "ttl", demo.DefaultTTL, "lock TTL; work and fault timings scale with it")
 	fl.DurationVar(&opts.Duration, "duration", 0, fmt.Sprintf("run length (default: until you quit; %v with --headless)", defaultHeadlessDuration))
-	fl.BoolVar(&opts.Headless, "headless", false, "no console: run, print a summary, exit non-zero on any overlap")
+	fl.BoolVar(&opts.Headless, "headless", false, "no console: run, print a summary, exit 10 when locklib's run was unsafe")
 	fl.BoolVar(&opts.JSON, "json", false, "with --headless: the summary as JSON")
 	fl.BoolVar(&opts.Compare, "compare", false, "run locklib and the naive lock side by side (same scenario and seed, at the same time)")
 	return cmd
