@@ -41,12 +41,21 @@
 // counters). It also takes the Redlock-only options [WithInstanceTimeout] and [WithDrift];
 // [New] does not compile with them.
 //
+// # Sentinel and replicas
+//
+// [New] works over go-redis's failover client (Sentinel) and over a cluster with replicas
+// unchanged. Replication is asynchronous, so a failover can lose a lock its replicas had not
+// copied yet, and hand it to a second client: fencing tokens keep the protected resource
+// safe then. [WithReplicas] waits until n replicas confirm each acquisition and renewal,
+// which narrows that window without closing it (docs/locklib.md, "Sentinel, replicas and WAIT").
+//
 // # Errors
 //
 // Switch on errors with [errors.Is]: [ErrNotObtained] (taken, or the context ended: the
 // error then wraps ctx.Err() too), [ErrBackend] (Redis or the network; the cause stays
 // reachable), [ErrInvalid] (a bad argument), [ErrNotHeld] (Release or Refresh of a lock that
-// is no longer held), [ErrLost] with [ErrValidityPassed] or ErrNotHeld (from Lock.Err).
+// is no longer held), [ErrLost] with [ErrValidityPassed] or ErrNotHeld (from Lock.Err),
+// [ErrNotReplicated] (WithReplicas: fewer replicas confirmed in time).
 // Every message is one line and names the key.
 //
 // docs/locklib.md describes the design (waiting, events, metrics, Redis Cluster), and

@@ -253,6 +253,35 @@ func ExampleReentrant() {
 	// locklib: invalid argument: "lock:batch": a re-entrant lock needs an owner: locklib.Reentrant(owner)
 }
 
+// ExampleWithReplicas waits, after each acquisition and renewal, until a replica of the
+// master has the lock. miniredis has no replicas (its WAIT answers 0), so here the Obtain
+// fails: the lock is released again, and the error says how many replicas confirmed.
+func ExampleWithReplicas() {
+	addr, stop := startRedis() // setup: an in-process Redis at addr
+	defer stop()               // setup
+
+	ctx := context.Background()
+	// A *redis.Client (one server, or Sentinel's redis.NewFailoverClient) or a *redis.ClusterClient.
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	c := locklib.New(rdb, locklib.WithReplicas(1, 50*time.Millisecond))
+	defer c.Close()
+
+	l, err := c.Obtain(ctx, "lock:ledger", 10*time.Second)
+	var re *locklib.ReplicationError
+	switch {
+	case errors.As(err, &re): // errors.Is(err, locklib.ErrNotObtained) and ErrNotReplicated too
+		fmt.Printf("%s: %d of %d replicas confirmed within %v\n", re.Key, re.Acked, re.Wanted, re.Timeout)
+	case err != nil:
+		fmt.Println(err)
+	default:
+		defer l.Release(ctx)
+		fmt.Println("held, and on a replica: token", l.Token() > 0)
+	}
+	// Output:
+	// lock:ledger: 0 of 1 replicas confirmed within 50ms
+}
+
 // NewRedlock gives the same Client over N independent Redis servers: a lock is held when a
 // majority of them took it in time. There is no fencing token (Token is 0): protect the
 // resource with a compare-and-set on Lock.Value instead (docs/redlock.md).
