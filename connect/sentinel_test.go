@@ -345,3 +345,33 @@ func TestSentinelURLEdges(t *testing.T) {
 		t.Errorf("sentinels %q, want [::1]:26379 [::1]:2", got)
 	}
 }
+
+// A sentinel that monitors several masters announces every one's failovers on the same
+// channel: FollowMaster sends only those of its own master. (A sentinel refuses PUBLISH: a
+// plain server stands in for it, FollowMaster only subscribes.)
+func TestFollowMasterOnlyItsMaster(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	target := Target{Mode: Sentinel, Addrs: []string{srv.Addr},
+		sentinel: &sentinelState{opts: &redis.FailoverOptions{MasterName: "orders"}, master: "127.0.0.1:7003"}}
+	switches := target.FollowMaster(ctx)
+	c := srv.Client()
+	redistest.Eventually(t, "FollowMaster subscribed", func() bool {
+		n, err := c.PubSubNumSub(ctx, switchChannel).Result()
+		return err == nil && n[switchChannel] == 1
+	})
+	for _, payload := range []string{"payments 127.0.0.1 7001 127.0.0.1 7002", "orders 127.0.0.1 7003 127.0.0.1 7004"} {
+		if err := c.Publish(ctx, switchChannel, payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case sw := <-switches:
+		if sw.Name != "orders" || sw.From != "127.0.0.1:7003" || sw.To != "127.0.0.1:7004" {
+			t.Fatalf("sent %+v, want orders 127.0.0.1:7003 → 127.0.0.1:7004", sw)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the switch of orders not sent")
+	}
+}
