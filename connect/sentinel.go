@@ -254,11 +254,17 @@ func openSentinel(ctx context.Context, cfg Config, tlsConf *tls.Config, known se
 	}
 	t := Target{Mode: Sentinel, Addrs: fo.SentinelAddrs, secrets: known, tls: fo.TLSConfig != nil,
 		sentinel: &sentinelState{opts: fo}}
-	master, err := t.Master(ctx)
+	master, named, err := t.askMaster(ctx)
 	if err != nil {
 		return Target{}, err
 	}
-	t.Clients = []redis.UniversalClient{redis.NewFailoverClient(fo)}
+	// The failover client's first lookup asks its sentinels in parallel and waits for every
+	// one: given a frozen sentinel it would wait out that one's timeouts, and the ping below
+	// fail. It starts with the sentinels that answered; it learns the others from them
+	// (SENTINEL SENTINELS) for later lookups.
+	first := *fo
+	first.SentinelAddrs = named
+	t.Clients = []redis.UniversalClient{redis.NewFailoverClient(&first)}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := t.Clients[0].Ping(pctx).Err(); err != nil && !redis.IsPermissionError(err) {
@@ -278,34 +284,41 @@ func (t Target) SentinelMaster() string {
 
 // sentinelAnswer is one sentinel's answer to GET-MASTER-ADDR-BY-NAME.
 type sentinelAnswer struct {
+	i      int    // the sentinel's place in the target's Addrs
 	addr   string // the sentinel's
 	master string // "" when it did not name one
 	err    error
 }
 
-// askSentinels asks every sentinel for the master's address, in parallel.
-func (s *sentinelState) askSentinels(ctx context.Context, addrs []string) []sentinelAnswer {
-	out := make([]sentinelAnswer, len(addrs))
-	var wg sync.WaitGroup
+// askSentinels asks every sentinel for the master's address, in parallel, and sends each
+// answer as it comes. Ending ctx closes the connections still waiting (go-redis does not end
+// a blocked read when its context ends), so a frozen sentinel holds no caller back.
+func (s *sentinelState) askSentinels(ctx context.Context, addrs []string) <-chan sentinelAnswer {
+	out := make(chan sentinelAnswer, len(addrs))
 	for i, addr := range addrs {
-		wg.Go(func() {
+		go func() {
 			c := s.sentinelClient(addr)
-			defer c.Close()
+			stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+			defer func() {
+				if stop() {
+					_ = c.Close()
+				}
+			}()
 			qctx, cancel := context.WithTimeout(ctx, pingTimeout)
 			defer cancel()
-			out[i].addr = addr
+			a := sentinelAnswer{i: i, addr: addr}
 			hp, err := c.GetMasterAddrByName(qctx, s.opts.MasterName).Result()
 			switch {
 			case err != nil:
-				out[i].err = err
+				a.err = err
 			case len(hp) == 2:
-				out[i].master = net.JoinHostPort(hp[0], hp[1])
+				a.master = net.JoinHostPort(hp[0], hp[1])
 			default:
-				out[i].err = fmt.Errorf("unexpected reply %q", hp)
+				a.err = fmt.Errorf("unexpected reply %q", hp)
 			}
-		})
+			out <- a
+		}()
 	}
-	wg.Wait()
 	return out
 }
 
@@ -318,33 +331,55 @@ func (s *sentinelState) sentinelClient(addr string) *redis.SentinelClient {
 }
 
 // Master is the master's address now, as most answering sentinels name it (one that has
-// not yet heard of a failover names the old one). Its error is classified: no sentinel
-// answers (ErrUnreachable), an address that is no sentinel or a master name they do not
-// monitor (ErrBadConfig), the sentinels' own credentials refused (ErrAuth).
+// not yet heard of a failover names the old one). It returns once most of the sentinels
+// agree, without waiting for the others (a frozen or cut-off sentinel answers only when its
+// timeout ends). Its error is classified: no sentinel answers (ErrUnreachable), an address
+// that is no sentinel or a master name they do not monitor (ErrBadConfig), the sentinels'
+// own credentials refused (ErrAuth).
 func (t Target) Master(ctx context.Context) (string, error) {
+	master, _, err := t.askMaster(ctx)
+	return master, err
+}
+
+// askMaster is Master, and the sentinels that named the master, in Addrs order.
+func (t Target) askMaster(ctx context.Context) (string, []string, error) {
 	if t.sentinel == nil {
-		return "", &Error{Kind: ErrBadConfig, msg: "not a Sentinel target: no master to ask the sentinels for"}
+		return "", nil, &Error{Kind: ErrBadConfig, msg: "not a Sentinel target: no master to ask the sentinels for"}
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	answers := t.sentinel.askSentinels(ctx, t.Addrs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the sentinels not heard from yet are not waited for
+	ch := t.sentinel.askSentinels(ctx, t.Addrs)
+	answers := make([]sentinelAnswer, len(t.Addrs))
 	votes := map[string]int{}
-	best := ""
-	for _, a := range answers {
-		if a.master == "" {
-			continue
+	for range t.Addrs {
+		a := <-ch
+		answers[a.i] = a
+		if a.master != "" {
+			if votes[a.master]++; 2*votes[a.master] > len(t.Addrs) {
+				break
+			}
 		}
-		votes[a.master]++
-		if best == "" || votes[a.master] > votes[best] {
+	}
+	best := ""
+	var named []string
+	for _, a := range answers { // ties: the first sentinel's
+		if a.master != "" && (best == "" || votes[a.master] > votes[best]) {
 			best = a.master
 		}
 	}
-	if best != "" {
-		t.sentinel.setMaster(best)
-		return best, nil
+	if best == "" {
+		return "", nil, t.sentinelError(answers)
 	}
-	return "", t.sentinelError(answers)
+	for _, a := range answers {
+		if a.master == best {
+			named = append(named, a.addr)
+		}
+	}
+	t.sentinel.setMaster(best)
+	return best, named, nil
 }
 
 // sentinelError says why no sentinel named the master, the most telling answer first: the

@@ -123,8 +123,9 @@ func TestSentinelFollowsFailovers(t *testing.T) {
 		}
 		// Every sentinel has announced the switch once it names the new master: none comes twice.
 		redistest.Eventually(t, "every sentinel names the new master", func() bool {
-			for _, a := range target.sentinel.askSentinels(ctx, r.SentinelAddrs) {
-				if a.master != promoted.Addr {
+			answers := target.sentinel.askSentinels(ctx, r.SentinelAddrs)
+			for range r.SentinelAddrs {
+				if a := <-answers; a.master != promoted.Addr {
 					return false
 				}
 			}
@@ -373,5 +374,37 @@ func TestFollowMasterOnlyItsMaster(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the switch of orders not sent")
+	}
+}
+
+// One frozen sentinel of three (SIGSTOP: it accepts connections and never answers, as a
+// sentinel on a host cut off does) holds neither Open nor Master back: the two others agree.
+// Before, Master waited out the frozen one's timeout (5 s) and the failover client's first
+// lookup, which waits for every sentinel, made Open fail after 8-10 s ("cannot reach Redis at
+// the master ...: context deadline exceeded", exit 6).
+func TestSentinelOneFrozen(t *testing.T) {
+	r := redistest.StartReplicated(t, 0, 3)
+	r.Sentinels[0].Pause()
+	defer r.Sentinels[0].Resume()
+	ctx := context.Background()
+	start := time.Now()
+	target, _, err := Open(ctx, Config{URLs: []string{"redis+sentinel://" + strings.Join(r.SentinelAddrs, ",") + "/" + redistest.MasterName}})
+	if err != nil {
+		t.Fatalf("Open with one sentinel of three frozen: %v (%v)", err, time.Since(start))
+	}
+	defer target.Close()
+	if err := target.Clients[0].Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Since(start)
+	start = time.Now()
+	master, err := target.Master(ctx)
+	asked := time.Since(start)
+	t.Logf("Open and a SET: %v; Master: %v", opened.Round(time.Millisecond), asked.Round(time.Millisecond))
+	if err != nil || master != r.Nodes[0].Addr {
+		t.Fatalf("Master() = %q, %v; want %s", master, err, r.Nodes[0].Addr)
+	}
+	if opened > 1500*time.Millisecond || asked > time.Second {
+		t.Errorf("a frozen sentinel held Open (%v) or Master (%v) back", opened, asked)
 	}
 }
