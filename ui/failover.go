@@ -32,6 +32,12 @@ func recordToken(l *scanner.Lock) tokenSeen {
 func (m *Model) observeTokens(batch []scanner.Lock) {
 	for i := range batch {
 		l := &batch[i]
+		if l.Quorum != nil {
+			// A Redlock record's token is the highest of the instances that hold the key and
+			// answered, each from its own clock: an instance down, or the next holder's
+			// instances, lower it with no token going down.
+			continue
+		}
 		var prev tokenSeen
 		if at, ok := m.locks.find(l.Addr, l.Key); ok {
 			prev = m.locks.rows[at].token()

@@ -253,3 +253,38 @@ func TestMasterSwitchReaderReArmed(t *testing.T) {
 	m.Update(masterMsg{addr: "127.0.0.1:7010", session: 1})
 	mustContain(t, lineWith(t, screen(m), "lockscope"), "sentinel  → 127.0.0.1:7010")
 }
+
+// A Redlock record's fence token is the highest of the instances read (each instance hands
+// out its own, from its own clock): a pass that cannot read the instance holding the highest
+// reads a lower one, and so does the next holder's record when it got the key on other
+// instances. Neither is a token that went down: no ⇡, no line.
+func TestFenceTokenOfPartialRedlockRecordNotMarkedDown(t *testing.T) {
+	m, _ := newTestModel(t, 120, 30)
+	record := func(fence int64, missing bool) scanner.Lock {
+		l := orderAt(fence, t0)
+		l.Addr = ""
+		in := func(addr string) scanner.Instance {
+			return scanner.Instance{Addr: addr, Present: true, Value: l.Value, TTL: l.TTL}
+		}
+		q := &scanner.Quorum{Instances: []scanner.Instance{in("10.0.0.1:6379"), in("10.0.0.2:6379"), in("10.0.0.3:6379")},
+			Agree: 3, Needed: 2, Total: 3, Reached: true}
+		if missing {
+			q.Instances[1] = scanner.Instance{Addr: "10.0.0.2:6379", Missing: true}
+			q.Agree = 2
+		}
+		l.Quorum = q
+		return l
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{record(1796026976406867, false)}})
+	feed(m, scanner.Update{Kind: scanner.UpdatePassDone, Gen: 2, Census: scanner.Census{FetchedAt: t0}})
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 3, Locks: []scanner.Lock{record(1796026976406012, true)}})
+	out := screen(m)
+	mustNotContain(t, out, "went DOWN")
+	mustNotContain(t, lineWith(t, out, "lock:order:1001"), "⇡")
+	// The same for the next holder, who got the key on the two instances with slower clocks.
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 4, Locks: []scanner.Lock{record(1796026976406867, false)}})
+	next := record(1796026976406500, false)
+	next.Quorum.Instances[0] = scanner.Instance{Addr: "10.0.0.1:6379"}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 5, Locks: []scanner.Lock{next}})
+	mustNotContain(t, screen(m), "went DOWN")
+}

@@ -7,7 +7,7 @@ import "strconv"
 // after a failover may not have the counter (replication is asynchronous), so the next
 // token comes from its clock: a jump the console marks, because it is the moment fencing is
 // what keeps a stale holder out. A token that goes down is never legitimate: it is marked
-// whenever it is seen.
+// whenever it is seen (on one server: failover.go leaves Redlock records out).
 
 // jumpPasses is how many census passes after a master switch a changed token counts as a
 // jump: the pass running at the switch (it may have read some keys before it) and the two
