@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,6 +154,14 @@ func (c Context) check() error {
 		return errors.New("no redis URL")
 	}
 	for _, raw := range c.URLs {
+		if !strings.Contains(raw, "://") {
+			shown := strconv.Quote(raw)
+			if strings.Contains(raw, "@") { // it may hold a password
+				shown = "a redis entry"
+			}
+			return fmt.Errorf("%s is no URL: quote a redis+sentinel:// URL of several sentinels "+
+				`("redis+sentinel://h1:p1,h2:p2/NAME"): YAML splits [...] at its commas`, shown)
+		}
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if _, has := u.User.Password(); has {
 				return errors.New("a password in a redis URL is refused: use password_env or password_cmd")

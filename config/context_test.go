@@ -35,6 +35,8 @@ func TestLoadRefusesWhatItCannotUseSafely(t *testing.T) {
 		"contexts:\n  a:\n    redis: [\"redis+sentinel://h:1/m?sentinel_password=x\"]\n":         "use sentinel_password_env",
 		"contexts:\n  a:\n    redis: [redis://h:1]\n    pattrn: x\n":                             "field pattrn not found",
 		"contexts:\n  a:\n    mode: cluster\n":                                                   "no redis URL",
+		// YAML splits an unquoted URL of several sentinels at its commas.
+		"contexts:\n  a:\n    redis: [redis+sentinel://h:1,h:2/m]\n": `"h:2/m" is no URL: quote a redis+sentinel:// URL`,
 	} {
 		_, err := load(t, yaml)
 		if err == nil || !strings.Contains(err.Error(), want) {
