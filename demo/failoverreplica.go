@@ -16,9 +16,12 @@ import (
 // Timings of the failover-replica scenario, in TTLs of the run (the sentinel's own timings
 // are fixed: ReplicaSet).
 const (
-	replicaFirstTTLs  = 1   // into the run before the first failover
-	replicaEveryTTLs  = 4   // from one failover's end (old master back as a replica) to the next
-	replicaStallTTLs  = 0.6 // replication cut off before the kill: longer than a renewal interval (ttl/3)
+	replicaFirstTTLs = 1 // into the run before the first failover
+	replicaEveryTTLs = 4 // from one failover's end (old master back as a replica) to the next
+	// replication cut off before the kill: longer than a renewal interval (ttl/3), so renewals
+	// are lost too, and (at the default TTL) shorter than the sentinel's down-after, so the
+	// frozen replica is not thought down when the failover picks it
+	replicaStallTTLs  = 0.4
 	progressEveryTTLs = 0.1 // failover-replica: a holder writes its progress this often
 	replicaTimeout    = 20 * time.Second
 )
@@ -26,7 +29,8 @@ const (
 // Promotion is one failover of the failover-replica scenario: the master From was killed
 // while its replica was cut off, and the sentinel promoted the replica To.
 type Promotion struct {
-	AtS       float64            `json:"at_s"` // seconds into the run the promotion was seen
+	AtS       float64            `json:"at_s"`   // seconds into the run the promotion was seen
+	DownS     float64            `json:"down_s"` // seconds from the kill to the promotion: no master meanwhile
 	From      string             `json:"from"`
 	To        string             `json:"to"`
 	LocksLost int                `json:"locks_lost"` // locks held on From that To did not have
@@ -119,6 +123,7 @@ func (c *Controller) failoverReplica() error {
 		return err
 	}
 	c.setFailingOver(master)
+	defer c.setFailingOver("") // also when it fails half-way
 	c.logEvent("failover: replication from master %s cut off: what it acknowledges now reaches no replica", master)
 	if !sleepCtx(c.ctx, ttls(c.cfg.TTL, replicaStallTTLs)) {
 		_ = rs.KillMaster(master) // thaws the replica; the set goes at Close
@@ -135,11 +140,15 @@ func (c *Controller) failoverReplica() error {
 		_ = rs.KillMaster(master)
 		return fmt.Errorf("reading the master before the kill: %w", err)
 	}
+	killed := time.Now()
 	if err := rs.KillMaster(master); err != nil {
 		return err
 	}
 	c.checker.note(phase, func(k *Counters) { k.Failovers++ })
 	c.logEvent("failover: master %s killed (SIGKILL) with its replica behind", master)
+	if err := rs.ForceFailover(c.ctx, replicaTimeout); err != nil {
+		return err
+	}
 	promoted, err := rs.WaitPromoted(c.ctx, master, replicaTimeout)
 	if err != nil {
 		return err
@@ -148,7 +157,7 @@ func (c *Controller) failoverReplica() error {
 	if err != nil {
 		return fmt.Errorf("reading the promoted master: %w", err)
 	}
-	p := &Promotion{AtS: math.Round(c.elapsed().Seconds()*1000) / 1000, From: master, To: promoted}
+	p := &Promotion{AtS: seconds(c.elapsed()), DownS: seconds(time.Since(killed)), From: master, To: promoted}
 	for i, key := range c.resources {
 		if before[i].holder != "" && after[i].holder != before[i].holder {
 			p.LocksLost++
@@ -162,7 +171,6 @@ func (c *Controller) failoverReplica() error {
 	if err := rs.Rejoin(c.ctx, master, promoted, replicaTimeout); err != nil {
 		return err
 	}
-	c.setFailingOver("")
 	c.logEvent("failover: %s back, empty, as a replica of %s", master, promoted)
 	return nil
 }
@@ -205,11 +213,11 @@ func (c *Controller) setFailingOver(master string) {
 	c.failingOver = master
 }
 
-// setMaster records the master the workers follow now.
+// setMaster records the master the workers follow now: the failover is over for them.
 func (c *Controller) setMaster(addr string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.previousMaster, c.master = c.master, addr
+	c.previousMaster, c.master, c.failingOver = c.master, addr, ""
 }
 
 // writeFailovers is the failover-replica part of the text summary: what the promotions lost,
@@ -218,7 +226,7 @@ func (s Summary) writeFailovers(b *strings.Builder) {
 	fmt.Fprintf(b, "failovers: %d promotions, %d locks lost, %d overlapping holders (wrote after their lock went to another), "+
 		"%d token jumps, %d token regressions\n", s.Promotions, s.LocksLost, s.OverlappingHolders, s.TokenJumps, s.TokenRegressions)
 	for _, p := range s.PromotionLog {
-		fmt.Fprintf(b, "  at %.1fs: master %s killed, replica %s promoted, %d locks lost\n", p.AtS, p.From, p.To, p.LocksLost)
+		fmt.Fprintf(b, "  at %.1fs: master %s killed, replica %s promoted %.1fs later, %d locks lost\n", p.AtS, p.From, p.To, p.DownS, p.LocksLost)
 		if s.Protection != FencingTokens.String() {
 			continue // no tokens to follow
 		}
@@ -232,3 +240,6 @@ func (s Summary) writeFailovers(b *strings.Builder) {
 		}
 	}
 }
+
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +76,19 @@ func TestFailoverReplica(t *testing.T) {
 			break
 		}
 	}
+	// The console's view of it: the master the workers follow, and the event that says so
+	// (short form: no later failover can have begun).
+	snap := c.Snapshot()
+	if log := c.checker.promotionLog(); len(log) > 0 && soak == 0 {
+		last := log[len(log)-1]
+		if snap.Master != last.To || snap.PreviousMaster != last.From {
+			t.Errorf("snapshot: master %q (was %q), want %q (was %q)", snap.Master, snap.PreviousMaster, last.To, last.From)
+		}
+		want := "failover: the workers now follow master " + last.To
+		if !slices.ContainsFunc(snap.Events, func(e Event) bool { return strings.HasPrefix(e.Text, want) }) {
+			t.Errorf("no event %q in %v", want, snap.Events)
+		}
+	}
 	s := c.Stop()
 	t.Logf("%s run: %+v", time.Since(start).Round(time.Millisecond), s.Counters)
 	if s.StaleAccepted != 0 || s.Unsafe() {
@@ -131,8 +146,8 @@ func TestReplicaSetClose(t *testing.T) {
 			t.Errorf("process %d still exists after Close (kill 0: %v)", pid, err)
 		}
 	}
-	if _, err := os.Stat(rs.Dir()); !os.IsNotExist(err) {
-		t.Errorf("%s still exists after Close: %v", rs.Dir(), err)
+	if _, err := os.Stat(rs.dir); !os.IsNotExist(err) {
+		t.Errorf("%s still exists after Close: %v", rs.dir, err)
 	}
 }
 

@@ -25,11 +25,13 @@ var ErrNoRedisServer = errors.New("the failover-replica scenario needs redis-ser
 // ReplicaMasterName is the name the demo's sentinel monitors its master under.
 const ReplicaMasterName = "lockscope-demo"
 
-// Sentinel timings: a dead master is noticed after half a second and replaced within about
-// two, so that a holder whose lock the failover lost still believes it holds it when another
-// worker takes it on the new master (a lock's validity is its TTL, 2 s by default).
+// Sentinel timings. The demo fails the master over itself (SENTINEL FAILOVER right after the
+// kill: about a second without a master, so a holder whose lock the failover lost may still
+// believe it holds it when another worker takes it on the new master); the sentinel's own
+// down detection is slow on purpose: at 0.5 and 1 s, a loaded machine's sentinel also failed
+// healthy masters over, a just-promoted one among them (to a replica still syncing).
 const (
-	replicaDownAfterMs       = 500
+	replicaDownAfterMs       = 5000
 	replicaFailoverTimeoutMs = 3000
 	replicaStartTimeout      = 10 * time.Second
 )
@@ -235,12 +237,6 @@ func (r *ReplicaSet) Close() {
 	})
 }
 
-// Dir is the set's temporary directory (removed at Close).
-func (r *ReplicaSet) Dir() string { return r.dir }
-
-// SentinelAddr is the sentinel's address.
-func (r *ReplicaSet) SentinelAddr() string { return r.sentinel.addr }
-
 // Label names the set for a status bar.
 func (r *ReplicaSet) Label() string {
 	return "replica set, sentinel " + r.sentinel.addr // short: the status bar shows it after the master
@@ -347,6 +343,26 @@ func (r *ReplicaSet) KillMaster(master string) error {
 	return nil
 }
 
+// ForceFailover asks the sentinel to fail the master over now (SENTINEL FAILOVER) instead
+// of after down-after-milliseconds: the outage of a sentinel that detects a death at once.
+// Until the thawed replica has answered the sentinel again it is no candidate
+// (NOGOODSLAVE): that is retried. A failover already in progress (INPROG) will do.
+func (r *ReplicaSet) ForceFailover(ctx context.Context, timeout time.Duration) error {
+	c := adminClient(r.sentinel.addr)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := c.Do(ctx, "SENTINEL", "FAILOVER", ReplicaMasterName).Err()
+		if err == nil || strings.HasPrefix(err.Error(), "INPROG") {
+			return nil
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return fmt.Errorf("demo: SENTINEL FAILOVER: %w", err)
+		}
+	}
+}
+
 // WaitPromoted waits until the sentinel names a master other than old and that node says
 // role:master, so writes sent to it are accepted.
 func (r *ReplicaSet) WaitPromoted(ctx context.Context, old string, timeout time.Duration) (string, error) {
@@ -376,7 +392,9 @@ func (r *ReplicaSet) Rejoin(ctx context.Context, old, master string, timeout tim
 	if err != nil {
 		return err
 	}
+	n.mu.Lock()
 	n.args = []string{"--replicaof", "127.0.0.1", portOf(master)}
+	n.mu.Unlock()
 	var last error
 	// The port was ours a moment ago; a short retry covers a slow socket teardown.
 	for range 20 {
