@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -178,19 +177,22 @@ func lossRound(t *testing.T, ctx context.Context, r *redistest.Replicated, round
 		t.Fatal(err)
 	}
 
-	// Contention: both clients of a mode try its keys at once, in their own random orders.
+	// Contention: both clients of a mode try each of its keys at the same time, all keys at
+	// once, so that the stall lasts one WAIT timeout, not one per key (a replica frozen longer
+	// than Sentinel's down-after-milliseconds is not promoted).
 	var mu sync.Mutex
 	var held []lossHolding
 	var wg sync.WaitGroup
 	for mi, m := range modes {
 		for j, c := range clients[mi] {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for _, k := range rand.Perm(4) {
+			for k := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					key := fmt.Sprintf("lock:loss:%s:%d:%d", m.name, round, k)
 					l, err := c.TryObtain(ctx, key, 30*time.Second)
 					mu.Lock()
+					defer mu.Unlock()
 					n := tally(m.name)
 					n.attempts++
 					switch {
@@ -205,9 +207,8 @@ func lossRound(t *testing.T, ctx context.Context, r *redistest.Replicated, round
 					case !errors.Is(err, ErrNotObtained):
 						t.Errorf("%s %s: %v", m.name, key, err)
 					}
-					mu.Unlock()
-				}
-			}()
+				}()
+			}
 		}
 	}
 	wg.Wait()

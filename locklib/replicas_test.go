@@ -67,6 +67,28 @@ func TestWithReplicas(t *testing.T) {
 	}
 }
 
+// A WAIT is bounded by the Obtain's context, not only by its own timeout: an Obtain whose
+// context ends while its WAIT waits for a frozen replica returns then, with ErrNotObtained and
+// the context's error, and its lock is released.
+func TestWithReplicasContextEndsDuringWait(t *testing.T) {
+	r := redistest.StartReplicated(t, 1, 1)
+	master, replica := r.Nodes[0], r.Nodes[1]
+	c, rdb := newTestClient(t, master, WithReplicas(1, 3*time.Second))
+	replica.Pause()
+	defer replica.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := c.Obtain(ctx, "lock:rep:ctx", 10*time.Second)
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("Obtain returned %v after its context ended", d-300*time.Millisecond)
+	}
+	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Obtain whose context ended during its WAIT: %v", err)
+	}
+	waitGone(t, rdb, "lock:rep:ctx", 2*time.Second)
+}
+
 // WAIT counts the replicas that have the offset of its own connection's last command: on a
 // connection that ran nothing yet it answers at once with every replica connected (measured on
 // Redis 7.0.15), frozen or not. Here the pool keeps idle connections that ran nothing and hands

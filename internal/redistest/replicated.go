@@ -182,21 +182,30 @@ func (r *Replicated) Failover(timeout time.Duration) (promoted *Server, err erro
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range r.Sentinels {
-		if !s.Running() {
-			continue
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, s := range r.Sentinels {
+			if !s.Running() {
+				continue
+			}
+			c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second, MaxRetries: -1})
+			err = c.Do(context.Background(), "SENTINEL", "FAILOVER", MasterName).Err()
+			_ = c.Close()
+			if err == nil {
+				break
+			}
 		}
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second, MaxRetries: -1})
-		err = c.Do(context.Background(), "SENTINEL", "FAILOVER", MasterName).Err()
-		_ = c.Close()
-		if err == nil {
+		// A replica that was frozen longer than down-after-milliseconds is no candidate until
+		// the sentinels have heard from it again (within a second of its thaw).
+		if err == nil || !strings.Contains(err.Error(), "NOGOODSLAVE") || time.Now().After(deadline) {
 			break
 		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
 	}
-	return r.WaitPromoted(old, timeout)
+	return r.WaitPromoted(old, time.Until(deadline))
 }
 
 // StallReplication freezes the given replicas, or every replica when none is given (SIGSTOP),
