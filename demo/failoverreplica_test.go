@@ -207,3 +207,22 @@ func TestCheckerFirstTokenAfterPromotion(t *testing.T) {
 		t.Errorf("promotion log %+v", log)
 	}
 }
+
+// A port taken by someone else's server between the probe and the bind: the set's server
+// fails to start, and the other server is not taken for it.
+func TestReplicaSetNeverAdoptsAnotherServer(t *testing.T) {
+	bin, err := redistest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := redistest.Start(t)
+	r := &ReplicaSet{bin: bin, dir: t.TempDir()}
+	p := &redisProcess{addr: other.Addr}
+	if err := r.launch(context.Background(), p, "node0"); err == nil {
+		p.kill()
+		t.Fatalf("launch on %s, a port another server holds, succeeded", other.Addr)
+	}
+	if err := other.Client().Ping(context.Background()).Err(); err != nil {
+		t.Errorf("the other server: %v", err)
+	}
+}

@@ -139,7 +139,7 @@ func portOf(addr string) string {
 	return port
 }
 
-// launch starts p's process and waits until it answers PING.
+// launch starts p's process and waits until it answers, as itself.
 func (r *ReplicaSet) launch(ctx context.Context, p *redisProcess, name string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -172,7 +172,7 @@ func (r *ReplicaSet) launch(ctx context.Context, p *redisProcess, name string) e
 			return fmt.Errorf("redis-server on %s exited at start: %s", p.addr, lastLine(log))
 		default:
 		}
-		if pingAddr(ctx, p.addr) == nil {
+		if answersAs(ctx, p.addr, cmd.Process.Pid) {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -186,12 +186,15 @@ func lastLine(b []byte) string {
 	return lines[len(lines)-1]
 }
 
-func pingAddr(ctx context.Context, addr string) error {
+// answersAs reports whether the server on addr is the process pid: a port found free may be
+// taken by another server before ours binds it, and the demo must never use that one.
+func answersAs(ctx context.Context, addr string, pid int) bool {
 	c := adminClient(addr)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	return c.Ping(ctx).Err()
+	info, err := c.Info(ctx, "server").Result()
+	return err == nil && infoField(info, "process_id") == strconv.Itoa(pid)
 }
 
 // adminClient is a one-off client of the set's own tooling: no retries, short timeouts.
