@@ -60,7 +60,8 @@ func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplic
 // backendError wraps err so that errors.Is(err, ErrBackend) holds, unless it already does
 // or it is one of locklib's own errors.
 func backendError(op, key string, err error) error {
-	if err == nil || errors.Is(err, ErrBackend) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrNotReplicated) {
+	if err == nil || errors.Is(err, ErrBackend) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotHeld) ||
+		errors.Is(err, ErrNotObtained) || errors.Is(err, ErrNotReplicated) {
 		return err
 	}
 	return fmt.Errorf("%w: %s %q: %w", ErrBackend, op, key, err)

@@ -111,8 +111,9 @@ func WithFenceRetention(d time.Duration) Option {
 // or lagging, which waiting for the lock does not mend, and the caller knows better whether
 // to go on without them. A renewal (Refresh, the watchdog) that fewer confirm fails with
 // ErrNotReplicated and does not move the lock's validity: it ends where the last confirmed
-// renewal put it. timeout is raised to 1 ms at least (WAIT 0 would wait for ever); n <= 0 turns
-// it off. It needs a *redis.Client (one server, or Sentinel's failover client) or a
+// renewal put it. Keep timeout well below the watchdog's interval (ttl/3), which bounds each
+// renewal, WAIT included. timeout is raised to 1 ms at least (WAIT 0 would wait for ever);
+// n <= 0 turns it off. It needs a *redis.Client (one server, or Sentinel's failover client) or a
 // *redis.ClusterClient and Redis 6.0 or later; over a redis.Ring every Obtain fails with
 // ErrInvalid, and NewRedlock refuses it. What it does and does not promise: docs/locklib.md,
 // "Sentinel, replicas and WAIT", and docs/guarantees.md, "Replication and WAIT".

@@ -108,6 +108,11 @@ func TestWithReplicasWaitsOnTheWritingConnection(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A lock that runs out before its confirmation reaches the server is not obtained.
+	f.DelayRequest(isScriptWith(scriptRefresh, "lock:late"), 20*time.Millisecond)
+	if _, err := c.TryObtain(ctx, "lock:late", 5*time.Millisecond); !errors.Is(err, ErrNotObtained) || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrBackend) {
+		t.Fatalf("a lock gone before its confirmation: %v, want ErrNotObtained alone", err)
+	}
 	replica.Pause()
 	defer replica.Resume()
 	for _, drop := range []*serverScript{nil, scriptAcquire, scriptRefresh} {

@@ -118,8 +118,11 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	// A lock that fewer replicas confirm is given up by the Obtain (giveUp: leave.lua deletes
 	// it, owner-checked), whose error is then ErrNotObtained and ErrNotReplicated.
 	if _, err := s.replicated(ctx, req.hold(res), time.Millisecond, ""); err != nil {
-		if errors.Is(err, ErrNotReplicated) {
+		switch {
+		case errors.Is(err, ErrNotReplicated):
 			return acquireResult{}, fmt.Errorf("%w: %w", ErrNotObtained, err)
+		case errors.Is(err, ErrNotHeld): // a ttl shorter than the way to the confirmation
+			return acquireResult{}, fmt.Errorf("%w: %q ran out before its replicas could confirm it", ErrNotObtained, req.key)
 		}
 		return acquireResult{}, err
 	}
