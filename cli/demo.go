@@ -45,8 +45,10 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Short: "Watch workers fight over locks, crash, expire and get fenced off (embedded Redis unless --redis)",
 		Long: "Workers contend for a few lock:demo:* keys with locklib while the scenario provokes faults: slow work\n" +
 			"kept alive by the watchdog, holders that crash, holders frozen past their TTL whose late writes the\n" +
-			"protected resource refuses, and (Redlock) an instance lost and restarted empty. A checker records\n" +
-			"every write and counts overlaps: two critical sections interleaving on one resource.\n\n" +
+			"protected resource refuses, (Redlock) an instance lost and restarted empty, and (failover-replica,\n" +
+			"its own redis-server master, replica and sentinel) a master killed before its replica copied the\n" +
+			"locks. A checker records every write and counts overlaps: two critical sections interleaving on one\n" +
+			"resource.\n\n" +
 			"--lock naive runs the same workers on the textbook lock (SETNX then EXPIRE, DEL without an owner\n" +
 			"check, no fencing token) under lock:naive:* keys, to show the checker catching it; --compare runs\n" +
 			"both at once, side by side.\n\n" +
