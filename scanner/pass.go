@@ -329,12 +329,43 @@ func (p *pass) scanKeys(ctx context.Context, w walk, batches chan<- keyBatch, sp
 	}()
 	var pending []string // keys gathered for the next batch
 	var cursor uint64
+	// A SCAN cursor is good only on the server that gave it, and Sentinel's failover client
+	// sends the next SCAN to the master it has just moved to without an error: the walk
+	// went on there and ended "complete" without the keys the foreign cursor skipped. On a
+	// Sentinel target the walk keeps to one connection, which a failover breaks (the
+	// sentinels close a demoted master's clients, go-redis its connections to the old
+	// master, a dead one by dying); the retry starts over from cursor 0 on a new one, and
+	// claim drops the keys listed already.
+	failover, _ := src.rdb.(*redis.Client)
+	if p.s.target.Mode != connect.Sentinel {
+		failover = nil
+	}
+	var conn *redis.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	scan := func(cursor uint64) ([]string, uint64, error) {
+		if failover == nil {
+			return src.rdb.Scan(ctx, cursor, pattern, int64(p.s.opts.Count)).Result()
+		}
+		if conn == nil {
+			conn = failover.Conn()
+		}
+		keys, next, err := conn.Scan(ctx, cursor, pattern, int64(p.s.opts.Count)).Result()
+		if err != nil { // a connection is unusable after an error: the next is maybe another server's
+			_ = conn.Close()
+			conn, next = nil, 0
+		}
+		return keys, next, err
+	}
 	for {
 		var keys []string
 		err := p.retry(ctx, src.addr, func() error {
 			return p.step(ctx, src.addr, func() error {
 				var err error
-				keys, cursor, err = src.rdb.Scan(ctx, cursor, pattern, int64(p.s.opts.Count)).Result()
+				keys, cursor, err = scan(cursor)
 				return err
 			})
 		})
