@@ -167,8 +167,13 @@ func (c Context) check() error {
 				return errors.New("a password in a redis URL is refused: use password_env or password_cmd")
 			}
 		}
-		// A URL of several sentinels (h1:p1,h2:p2) does not parse: look for its parts.
-		if at := strings.LastIndex(raw, "@"); at >= 0 && strings.Contains(raw[:at], "://") && strings.Contains(raw[strings.Index(raw, "://")+3:at], ":") {
+		// A URL of several sentinels (h1:p1,h2:p2) does not parse: look for its parts, in its
+		// authority only (a user in the query, sentinel_username=svc@corp, is no password).
+		authority := raw[strings.Index(raw, "://")+3:]
+		if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+			authority = authority[:end]
+		}
+		if at := strings.LastIndex(authority, "@"); at >= 0 && strings.Contains(authority[:at], ":") {
 			return errors.New("a password in a redis URL is refused: use password_env or password_cmd")
 		}
 		if strings.Contains(raw, "sentinel_password=") {

@@ -130,3 +130,20 @@ func TestLoadRefusesAWorldWritablePasswordCmd(t *testing.T) {
 		}
 	}
 }
+
+// A sentinel user with an '@' in the query of a URL of several sentinels is no password in
+// the URL (the check looks at the authority only).
+func TestSentinelUserWithAtInQuery(t *testing.T) {
+	f, err := load(t, "contexts:\n  a:\n    redis: [\"redis+sentinel://h:1,h:2/m?sentinel_username=svc@corp\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := f.Get("a"); c.ResolvedMode() != ModeSentinel {
+		t.Fatalf("mode %q, want sentinel", c.ResolvedMode())
+	}
+	// The userinfo of one still is.
+	if _, err := load(t, "contexts:\n  a:\n    redis: [\"redis+sentinel://u:pw@h:1,h:2/m?sentinel_username=svc@corp\"]\n"); err == nil ||
+		!strings.Contains(err.Error(), "a password in a redis URL is refused") {
+		t.Fatalf("a password in the userinfo: %v", err)
+	}
+}
