@@ -249,10 +249,17 @@ func (a *redlockAttempt) mustUndo(r acquireReply) bool {
 	return r.outcome == acquireTaken || r.outcome == acquireUnknown
 }
 
-// undo releases the attempt on the instances of got that may hold our key, and waits for
-// them (bounded by the instance timeout), on a context the caller cannot cancel. It wakes no
-// waiter: after a split vote every contender undoes at once, and wake-ups would send them
-// all back in lock-step into the next split; their jittered back-off breaks the tie.
+// undo releases the attempt on the instances of got that may hold our key, on a context the
+// caller cannot cancel. It waits for the first try (bounded by the instance timeout); the
+// instances it did not reach (an error on the way, or no answer in time) are tried again in
+// the background, bounded like a release (releaseTimeout from the start). Sent once, an undo
+// lost on the way left the attempt's key or level until its TTL, a re-entry level until the
+// owner's last release and beyond (the count one too high, the key kept). Sending it again
+// is safe: the script removes only this attempt's value, or its level op (owner-checked by
+// the rand), so a copy that runs after the first, after the owner entered again or released,
+// or after another owner took the key removes nothing else. It wakes no waiter: after a
+// split vote every contender undoes at once, and wake-ups would send them all back in
+// lock-step into the next split; their jittered back-off breaks the tie.
 func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 	var targets []int
 	for _, r := range got {
@@ -264,13 +271,40 @@ func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 		return
 	}
 	slices.Sort(targets)
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	if targets = s.undoOn(ctx, a, targets); len(targets) == 0 || ctx.Err() != nil {
+		cancel()
+		return
+	}
+	s.spawn(func() {
+		defer cancel()
+		_ = retrying(ctx, func(ctx context.Context) error {
+			if targets = s.undoOn(ctx, a, targets); len(targets) > 0 {
+				return fmt.Errorf("%w: redlock: undo of %q not confirmed on %d instance(s)", ErrBackend, a.key, len(targets))
+			}
+			return nil
+		})
+	})
+}
+
+// undoOn sends the attempt's undo to targets, and returns those to try again: no answer
+// within the instance timeout, or an error other than the server's reply (which a new copy
+// would get again).
+func (s *redlockStore) undoOn(ctx context.Context, a *redlockAttempt, targets []int) []int {
 	match := a.value
 	if a.reentrant {
 		match = protocol.BaseOf(a.value) // the script knows a re-entrant owner by its rand
 	}
-	_, _ = fanOut(context.Background(), s, targets, s.instanceTimeout(0), func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}, false)
+	h := hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}
+	got, _ := fanOut(ctx, s, targets, s.instanceTimeout(0), func(ctx context.Context, i int) (int64, error) {
+		return s.releaseOn(ctx, i, h, false)
 	}, nil)
+	return slices.DeleteFunc(slices.Clone(targets), func(i int) bool {
+		var reply redis.Error
+		return slices.ContainsFunc(got, func(r instanceReply[int64]) bool {
+			return r.index == i && (r.err == nil || errors.As(r.err, &reply))
+		})
+	})
 }
 
 // obtained builds the result of an attempt that took a quorum.

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -672,6 +673,62 @@ func TestRedlockLateUndoKeepsTheNextAttemptsLevel(t *testing.T) {
 		t.Fatalf("two holders: %q and %q; instance 0 holds %q", l.Value(), l2.Value(), fx.clients[0].Get(ctx, key).Val())
 	}
 	_ = l.Release(ctx)
+}
+
+// Redlock, re-entrant: the undo of a failed re-entry attempt is sent again when it is lost,
+// within Release's bound. Sent once, a lost undo left the attempt's level on a majority: the
+// owner's count one too high (3 where it held 2, as TestHistoryRedlock once saw), and the key
+// still there after the owner's last Release, until its TTL.
+func TestRedlockLostUndoIsSentAgain(t *testing.T) {
+	fx := &redlockFixture{servers: redistest.StartN(t, 3)}
+	var faults []*redistest.Faults
+	for i, s := range fx.servers {
+		f := redistest.NewFaults(uint64(i + 1))
+		faults = append(faults, f)
+		// No go-redis retries: a lost request is lost for good unless locklib sends it again.
+		fx.clients = append(fx.clients, s.Client(f.Options, func(o *redis.Options) { o.MaxRetries = -1 }))
+	}
+	fx.warmUp(t)
+	c := fx.client(t, WithInstanceTimeout(time.Second))
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:rl:lost-undo"
+	l1 := mustObtain(t, c, ctx, key, 30*time.Second, Reentrant("job"))
+	// The re-entry's first attempt is taken on every instance, but answers after its 100 ms
+	// validity: it fails, and its level is undone; the undo's request is lost on instances 0
+	// and 1. The next attempt takes level 2.
+	var lost []<-chan struct{}
+	for i, f := range faults {
+		f.DelayRequest(isEvalSHA(scriptRedlockReentrant), 150*time.Millisecond)
+		if i < 2 {
+			lost = append(lost, f.LoseRequest(isEvalSHA(scriptRedlockRelease)))
+		}
+	}
+	l2 := mustObtain(t, c, ctx, key, 100*time.Millisecond, Reentrant("job"))
+	for _, fired := range lost {
+		<-fired
+	}
+	counts := func() []int {
+		var out []int
+		for _, rdb := range fx.clients {
+			v, _ := protocol.ParseValue(rdb.Get(ctx, key).Val())
+			out = append(out, v.Count)
+		}
+		return out
+	}
+	for deadline := time.Now().Add(releaseTimeout + time.Second); !slices.Equal(counts(), []int{2, 2, 2}); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner holds 2 levels, the instances count %v", counts())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, l := range []*Lock{l2, l1} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fx.present(t, key); n != 0 {
+		t.Fatalf("both levels released, but %d instance(s) still hold %s", n, key)
+	}
 }
 
 // Redlock, re-entrant: an acquire that reaches an instance after the Lock's release ran there
