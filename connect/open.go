@@ -72,6 +72,10 @@ func Open(ctx context.Context, cfg Config) (t Target, down []error, err error) {
 		t, err := openSentinel(ctx, cfg, tlsConf, known)
 		return t, nil, err
 	}
+	if cfg.SentinelUser != "" { // else silently unused: the user meant sentinels and named none
+		return Target{}, nil, &Error{Kind: ErrBadConfig, msg: fmt.Sprintf("--sentinel-user without --sentinel-master "+
+			"or a %s:// URL: name the master the sentinels monitor", schemeSentinel)}
+	}
 	opts := make([]*redis.Options, len(cfg.URLs))
 	for i, raw := range cfg.URLs {
 		if opts[i], err = parseURL(raw, cfg.Password, tlsConf, known); err != nil {

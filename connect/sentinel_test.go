@@ -54,6 +54,7 @@ func TestSentinelURLForms(t *testing.T) {
 		{Config{URLs: []string{"redis://h1:1"}, SentinelMaster: "a", Mode: Cluster}, "with --cluster"},
 		{Config{URLs: []string{"redis+sentinel://h1:1/a"}, Mode: Redlock}, "with --redlock"},
 		{Config{URLs: []string{"redis+sentinel://h1:1/a"}, Mode: Independent}, "with --independent"},
+		{Config{URLs: []string{"redis://h1:1"}, SentinelUser: "watcher"}, "--sentinel-user without --sentinel-master"},
 	}
 	for _, c := range refused {
 		_, _, err := Open(context.Background(), c.cfg)
