@@ -38,6 +38,9 @@ type MasterSwitch struct {
 // sentinels (and to copy the failover client), and the master last seen.
 type sentinelState struct {
 	opts *redis.FailoverOptions
+	// client are the failover client's options: opts with the sentinels that answered Open
+	// first (see openSentinel); what Dialer copies.
+	client *redis.FailoverOptions
 
 	mu     sync.Mutex
 	master string
@@ -264,6 +267,7 @@ func openSentinel(ctx context.Context, cfg Config, tlsConf *tls.Config, known se
 	// (SENTINEL SENTINELS) for later lookups.
 	first := *fo
 	first.SentinelAddrs = named
+	t.sentinel.client = &first
 	t.Clients = []redis.UniversalClient{redis.NewFailoverClient(&first)}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()

@@ -9,7 +9,9 @@
 package connect
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -119,7 +121,8 @@ func (t Target) Label() string {
 // caller that needs clients of its own (each demo worker does). The caller closes them.
 func (t Target) Dialer(i int) (func() redis.UniversalClient, error) {
 	if t.sentinel != nil { // a copy of the failover client's Options would share its sentinel state
-		o := *t.sentinel.opts
+		o := *cmp.Or(t.sentinel.client, t.sentinel.opts)
+		o.SentinelAddrs = slices.Clone(o.SentinelAddrs) // go-redis reorders them
 		return func() redis.UniversalClient { o := o; return redis.NewFailoverClient(&o) }, nil
 	}
 	switch c := t.Clients[i].(type) {
