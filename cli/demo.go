@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/demo"
+	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
 
@@ -144,7 +145,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		case <-run.ctrl.Done():
 		case <-ctx.Done():
 		}
-	} else if err := runDemoConsole(ctx, opts, run, view); err != nil {
+	} else if err := runDemoConsole(ctx, opts, run, view, demoScanner(opts, scenario, view)); err != nil {
 		run.stop()
 		removeDemoKeys(opts, run.remover)
 		return err
@@ -192,7 +193,7 @@ func startDemo(compare bool, cfg demo.Config) (demoRun, error) {
 }
 
 // runDemoConsole shows the run on the console until the operator quits (or --duration ends).
-func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view connect.Target) error {
+func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view connect.Target, census *scanner.Scanner) error {
 	uiCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -204,7 +205,7 @@ func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view co
 	}()
 	o := ui.Options{
 		Target:      view,
-		Scanner:     opts.Conn.scanner(view),
+		Scanner:     census,
 		Admin:       opts.Conn.admin(view),
 		ReadOnly:    opts.Conn.ReadOnly,
 		StuckAfter:  opts.Conn.StuckAfter,
@@ -215,6 +216,16 @@ func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view co
 		o.DemoCompare = run.naive
 	}
 	return describeError(view, ui.Run(uiCtx, o))
+}
+
+// demoScanner is the console's census of the run. The embedded miniredis has neither keyspace
+// notifications nor CLIENT TRACKING: the console follows locklib's events there without
+// trying them, so that it does not open on a warning about nothing wrong.
+func demoScanner(opts *demoOptions, scenario demo.Scenario, view connect.Target) *scanner.Scanner {
+	if opts.Conn.RedisGiven || scenario == demo.FailoverReplica { // not the embedded servers
+		return opts.Conn.scanner(view)
+	}
+	return scanner.New(view, scanner.Options{Pattern: opts.Conn.Pattern, EventsOnly: true})
 }
 
 // finishDemo stops the run, removes its keys from servers it shares, prints the summary and

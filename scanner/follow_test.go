@@ -446,3 +446,34 @@ func TestFollowHearsEvictions(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowEventsOnly: with EventsOnly (the demo's embedded miniredis, which has neither
+// notifications nor tracking) the scanner asks for neither, even of a server that would grant
+// tracking, warns of nothing, and still re-reads the keys locklib's events name.
+func TestFollowEventsOnly(t *testing.T) {
+	srv, c, _ := startStandalone(t)
+	ctx := testCtx(t)
+	loadLocks(t, c, "e", 5)
+	fl := New(standalone(c, srv.Addr), Options{Interval: time.Hour, EventsOnly: true}).Follow(ctx)
+	updates := fl.Updates()
+	f := waitFor(t, updates, 10*time.Second, "following status", func(u Update) bool {
+		if u.Kind == UpdateWarning {
+			t.Fatalf("warning %q", u.Warning)
+		}
+		return u.Kind == UpdateFollowing
+	})
+	if f.Following.Summary() != "events" {
+		t.Fatalf("following %q, want events only", f.Following.Summary())
+	}
+	waitFor(t, updates, 10*time.Second, "pass 1", passDone(1))
+	must(t, c.Set(ctx, "lock:e:evented", "api-1:-:1764400000123:0123456789abcdef", time.Minute).Err())
+	ev, _ := json.Marshal(protocol.Event{Type: string(locklib.EventAcquired), Key: "lock:e:evented"})
+	must(t, c.Publish(ctx, protocol.EventsChannel, ev).Err())
+	waitFor(t, updates, 5*time.Second, "the evented key", func(u Update) bool {
+		if u.Kind == UpdateWarning {
+			t.Fatalf("warning %q", u.Warning)
+		}
+		_, ok := lockIn(u, "lock:e:evented")
+		return ok
+	})
+}

@@ -143,6 +143,22 @@ func (s *Scanner) followTargets(ctx context.Context) ([]followed, error) {
 
 // followServer sets up the best mechanism the server allows and returns which one it is.
 func (s *Scanner) followServer(ctx context.Context, t followed, events bool, dirty *dirtyKeys, reconnected func(), warn func(string)) Mechanism {
+	if !s.opts.EventsOnly {
+		if mech, ok := s.followKeyChanges(ctx, t, events, dirty, reconnected, warn); ok {
+			return mech
+		}
+	}
+	if events {
+		if err := s.listen(ctx, t, FollowEvents, true, dirty, reconnected); err != nil {
+			warn("cannot subscribe to " + protocol.EventsChannel + " on " + t.addr + ": " + err.Error())
+		}
+	}
+	return FollowEvents
+}
+
+// followKeyChanges follows t by keyspace notifications, else by CLIENT TRACKING; ok is false
+// (after a warning) when the server allows neither.
+func (s *Scanner) followKeyChanges(ctx context.Context, t followed, events bool, dirty *dirtyKeys, reconnected func(), warn func(string)) (mech Mechanism, ok bool) {
 	if s.opts.ConfigureNotifications {
 		if err := enableNotifications(ctx, t.rdb); err != nil {
 			warn("could not enable keyspace notifications on " + t.addr + ": " + err.Error())
@@ -151,22 +167,16 @@ func (s *Scanner) followServer(ctx context.Context, t followed, events bool, dir
 	if notificationsOn(ctx, t.rdb) {
 		err := s.listen(ctx, t, FollowNotifications, events, dirty, reconnected)
 		if err == nil {
-			return FollowNotifications
+			return FollowNotifications, true
 		}
 		warn("keyspace notifications unavailable on " + t.addr + ": " + err.Error() + "; trying CLIENT TRACKING")
 	}
-	err := s.listen(ctx, t, FollowTracking, events, dirty, reconnected)
-	if err == nil {
-		return FollowTracking
+	if err := s.listen(ctx, t, FollowTracking, events, dirty, reconnected); err != nil {
+		warn("CLIENT TRACKING refused on " + t.addr + ": " + err.Error() +
+			"; following locklib events only, other changes wait for the background re-scan")
+		return "", false
 	}
-	warn("CLIENT TRACKING refused on " + t.addr + ": " + err.Error() +
-		"; following locklib events only, other changes wait for the background re-scan")
-	if events {
-		if err := s.listen(ctx, t, FollowEvents, true, dirty, reconnected); err != nil {
-			warn("cannot subscribe to " + protocol.EventsChannel + " on " + t.addr + ": " + err.Error())
-		}
-	}
-	return FollowEvents
+	return FollowTracking, true
 }
 
 // listen opens a subscriber connection of its own to t, in RESP2 so that tracking

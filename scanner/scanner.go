@@ -26,6 +26,11 @@ type Options struct {
 	// events speed up updates. Off by default: the scanner never changes server config unasked.
 	ConfigureNotifications bool
 
+	// EventsOnly follows locklib's events channel alone, without asking for keyspace
+	// notifications or CLIENT TRACKING: for servers known to have neither (the demo's embedded
+	// miniredis), where each refusal would only be a warning that nothing is wrong.
+	EventsOnly bool
+
 	// ScanBudget is the share of each server's time Watch's background re-scans may take
 	// (0.02 is 2 %), paced by the measured time of each SCAN call and batch of reads; the
 	// first pass runs at full speed. 1 or more: no pacing. Default DefaultScanBudget.
