@@ -232,12 +232,15 @@ func (s *redlockStore) release(ctx context.Context, h hold) error {
 
 // releaseOn runs the release script on instance i: -1 not held, -2 a copy of this release
 // ran already, 0 deleted, else the re-entry levels left. A release (final) ends h's operation
-// and announces a deleted key to Redlock waiters; the undo of one attempt (final false) does
-// neither, for the Obtain goes on.
+// and announces a deleted key to Redlock waiters. The undo of one attempt (final false)
+// announces nothing, for the Obtain goes on. A re-entrant attempt's undo ends its level's
+// operation, which is the attempt's own: a copy of the attempt that reaches the instance
+// after its undo takes nothing. A plain attempt's undo ends nothing: its op is the Obtain's,
+// whose later attempt may still take the lock (and a SET NX does not look at ended ones).
 func (s *redlockStore) releaseOn(ctx context.Context, i int, h hold, final bool) (int64, error) {
 	reentrant, rec, channel := "0", "0", ""
 	if h.reentrant {
-		reentrant = "1"
+		reentrant, rec = "1", "1"
 	}
 	if final {
 		rec, channel = "1", protocol.RedlockReleasedChannel

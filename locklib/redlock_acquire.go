@@ -250,16 +250,16 @@ func (a *redlockAttempt) mustUndo(r acquireReply) bool {
 }
 
 // undo releases the attempt on the instances of got that may hold our key, on a context the
-// caller cannot cancel. It waits for the first try (bounded by the instance timeout); the
-// instances it did not reach (an error on the way, or no answer in time) are tried again in
-// the background, bounded like a release (releaseTimeout from the start). Sent once, an undo
-// lost on the way left the attempt's key or level until its TTL, a re-entry level until the
-// owner's last release and beyond (the count one too high, the key kept). Sending it again
-// is safe: the script removes only this attempt's value, or its level op (owner-checked by
-// the rand), so a copy that runs after the first, after the owner entered again or released,
-// or after another owner took the key removes nothing else. It wakes no waiter: after a
-// split vote every contender undoes at once, and wake-ups would send them all back in
-// lock-step into the next split; their jittered back-off breaks the tie.
+// caller cannot cancel, and waits for it up to the instance timeout (the rest goes on in the
+// background). Each instance's undo is sent again after a failure on the way, within
+// releaseTimeout like a release: sent once, a lost undo left the attempt's key or level until
+// its TTL (a level kept the count too high, and the key after the owner's last Release). It
+// is sent again only once the copy before has failed, so a slow instance gets no more work.
+// Copies are safe: the script removes only this attempt's value, or its own level of the
+// owner known by its rand, so one that runs late (after the first, after the owner entered
+// again or released, after another owner took the key) removes nothing else. It wakes no
+// waiter: after a split vote every contender undoes at once, and wake-ups would send them all
+// back in lock-step into the next split; their jittered back-off breaks the tie.
 func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 	var targets []int
 	for _, r := range got {
@@ -270,41 +270,25 @@ func (s *redlockStore) undo(a *redlockAttempt, got []acquireReply) {
 	if len(targets) == 0 {
 		return
 	}
-	slices.Sort(targets)
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	if targets = s.undoOn(ctx, a, targets); len(targets) == 0 || ctx.Err() != nil {
-		cancel()
-		return
-	}
-	s.spawn(func() {
-		defer cancel()
-		_ = retrying(ctx, func(ctx context.Context) error {
-			if targets = s.undoOn(ctx, a, targets); len(targets) > 0 {
-				return fmt.Errorf("%w: redlock: undo of %q not confirmed on %d instance(s)", ErrBackend, a.key, len(targets))
-			}
-			return nil
-		})
-	})
-}
-
-// undoOn sends the attempt's undo to targets, and returns those to try again: no answer
-// within the instance timeout, or an error other than the server's reply (which a new copy
-// would get again).
-func (s *redlockStore) undoOn(ctx context.Context, a *redlockAttempt, targets []int) []int {
 	match := a.value
 	if a.reentrant {
 		match = protocol.BaseOf(a.value) // the script knows a re-entrant owner by its rand
 	}
 	h := hold{key: a.key, match: match, op: a.op, reentrant: a.reentrant}
-	got, _ := fanOut(ctx, s, targets, s.instanceTimeout(0), func(ctx context.Context, i int) (int64, error) {
-		return s.releaseOn(ctx, i, h, false)
-	}, nil)
-	return slices.DeleteFunc(slices.Clone(targets), func(i int) bool {
-		var reply redis.Error
-		return slices.ContainsFunc(got, func(r instanceReply[int64]) bool {
-			return r.index == i && (r.err == nil || errors.As(r.err, &reply))
+	ctx, callDone := callContext(context.Background(), releaseTimeout, len(targets))
+	done := make(chan struct{}, len(targets))
+	for _, i := range targets {
+		s.spawn(func() {
+			_ = retrying(ctx, func(ctx context.Context) error {
+				_, err := s.releaseOn(ctx, i, h, false)
+				s.health.note(i, err)
+				return backendError("undo", a.key, err) // a reply of the server ends it
+			})
+			callDone()
+			done <- struct{}{}
 		})
-	})
+	}
+	_, _ = gather(context.Background(), done, len(targets), s.instanceTimeout(0), nil)
 }
 
 // obtained builds the result of an attempt that took a quorum.

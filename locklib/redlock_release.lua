@@ -3,8 +3,8 @@
 -- that runs again finds op in the ended set and reports the first one's success.
 -- KEYS: lock, levels, ended operations
 -- ARGV: value (a base, for a re-entrant lock), re-entrant '1'/'0', release channel ('' =
---       none), op, '1' to record op as ended ('0' for the undo of one attempt: the Obtain
---       goes on with its next attempt)
+--       none), op, '1' to record op as ended ('0' for the undo of a plain attempt: its op
+--       is the Obtain's, which goes on with its next attempt)
 -- On delete "<key>\n<value>" is announced on the release channel, which every Redlock
 -- client subscribes to on every instance: there is no wait queue to pick one waiter from.
 -- Returns -1 when not held, -2 when a copy of this release ran already, 0 when deleted,

@@ -163,6 +163,42 @@ func TestRedlockStoreReentrant(t *testing.T) {
 	redistest.Eventually(t, "the key gone after the last level", func() bool { return f.holders(t, "lock:r", v.Base()+":1") == 0 })
 }
 
+// A re-entry attempt's undo may reach an instance before the attempt itself (a request stuck
+// on its way after its caller gave up on it, overtaken by the undo on another connection):
+// the undo ends the attempt's level there, so the attempt that arrives later takes nothing.
+// Otherwise it added a level nobody holds, and the owner's last Release left the key behind.
+func TestRedlockStoreAttemptAfterItsUndoTakesNothing(t *testing.T) {
+	f := newRedlockFixture(t, 3)
+	s := f.store(t)
+	ctx := context.Background()
+	const key = "lock:r:overtaken"
+	v := redlockTestValue()
+	first := acquireRequest{key: key, value: v, ttl: 10 * time.Second, reentrant: true, op: "test:1"}
+	res, _ := redlockMustAcquire(t, s, first)
+	entry := v
+	entry.Count = 1
+	a := &redlockAttempt{store: s, key: key, value: entry.String(), rand: v.Rand, op: "test:2." + protocol.NewValue("n", "", time.Now()).Rand, reentrant: true}
+	var unknown []acquireReply
+	for i := range f.clients {
+		unknown = append(unknown, acquireReply{index: i, outcome: acquireUnknown})
+	}
+	s.undo(a, unknown) // the attempt failed with no answer: its undo runs first
+	for i := range f.clients {
+		if r := s.acquireOn(ctx, a, i, 10*time.Second); r.outcome != acquireRefused {
+			t.Fatalf("instance %d: the attempt arriving after its undo = %+v, want refused", i, r)
+		}
+	}
+	if n := f.holders(t, key, v.Base()+":1"); n != 3 {
+		t.Fatalf("%d of 3 instances still count 1 level", n)
+	}
+	if err := s.release(ctx, first.hold(res)); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.present(t, key); n != 0 {
+		t.Fatalf("the only level released, but %d instance(s) still hold %s", n, key)
+	}
+}
+
 func TestRedlockStoreRefreshNeedsQuorum(t *testing.T) {
 	redistest.Slow(t)
 	f := newRedlockFixture(t, 5)
