@@ -35,8 +35,10 @@ func (j fenceJump) text() string {
 		return "fence token went DOWN " + tokens + ": never legitimate; a resource that checks tokens " +
 			"refuses this holder's writes (the fence counter was lost and the server's clock is behind the old token)"
 	}
+	// A changed token proves the lock was taken again, not why: tokens are the server's clock
+	// either way, so the text does not claim the new master's counter was behind.
 	return "fence token jumped " + tokens + " after the failover (master " + j.failover + "): " +
-		"the new master's counter was behind; the server-time floor kept tokens increasing"
+		"taken again on the new master; a resource that checks tokens refuses the writes of a holder from before"
 }
 
 // logText is the event log's line about the jump.

@@ -115,7 +115,7 @@ func TestFenceJumpText(t *testing.T) {
 	f.switched("127.0.0.1:7001", "127.0.0.1:7002", 1)
 	j, _ := f.observe("k", tokenSeen{v: 412, ok: true}, tokenSeen{v: 1796026976406867, ok: true})
 	want := "fence token jumped 412 → 1796026976406867 after the failover (master 127.0.0.1:7001 → 127.0.0.1:7002): " +
-		"the new master's counter was behind; the server-time floor kept tokens increasing"
+		"taken again on the new master; a resource that checks tokens refuses the writes of a holder from before"
 	if j.text() != want {
 		t.Fatalf("text %q", j.text())
 	}
