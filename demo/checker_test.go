@@ -126,6 +126,7 @@ func TestSummaryVerdict(t *testing.T) {
 		{Counters{Sections: 9, StaleRejected: 2, NoTTLLocks: 1}, false},
 		{Counters{Overlaps: 1}, true},
 		{Counters{StaleAccepted: 1}, true},
+		{Counters{Sections: 9, TokenRegressions: 1}, true},
 	} {
 		s := Summary{Lock: LockLib, Counters: tc.k}
 		err := s.Verdict()
@@ -138,6 +139,11 @@ func TestSummaryVerdict(t *testing.T) {
 		}
 		if got := strings.Contains(b.String(), "verdict: UNSAFE"); got != tc.unsafe {
 			t.Errorf("%+v: text verdict disagrees with Verdict():\n%s", tc.k, b.String())
+		}
+		// The text verdict names what made the run unsafe: a token regression too, not
+		// "0 interleaved, 0 accepted" under UNSAFE.
+		if tc.k.TokenRegressions > 0 && !strings.Contains(b.String(), "1 fencing tokens after a promotion not above the last before") {
+			t.Errorf("%+v: the text verdict does not name the token regression:\n%s", tc.k, b.String())
 		}
 	}
 }

@@ -126,12 +126,17 @@ func (s Summary) Verdict() error {
 	if !s.Counters.Unsafe() {
 		return nil
 	}
+	return fmt.Errorf("%w: %s (%s lock)", ErrUnsafe, s.unsafeFigures(), s.Lock)
+}
+
+// unsafeFigures says what made a run unsafe, for Verdict and the text verdict alike.
+func (s Summary) unsafeFigures() string {
 	regressions := ""
 	if s.TokenRegressions > 0 {
 		regressions = fmt.Sprintf(", %d fencing tokens after a promotion not above the last before", s.TokenRegressions)
 	}
-	return fmt.Errorf("%w: %d critical sections interleaved with another on the same resource, %d writes of expired holders accepted%s (%s lock)",
-		ErrUnsafe, s.Overlaps, s.StaleAccepted, regressions, s.Lock)
+	return fmt.Sprintf("%d critical sections interleaved with another on the same resource, %d writes of expired holders accepted%s",
+		s.Overlaps, s.StaleAccepted, regressions)
 }
 
 // WriteJSON writes s as one JSON object.
@@ -174,9 +179,8 @@ func (s Summary) WriteText(w io.Writer) error {
 	for _, note := range s.missedScenarios() {
 		fmt.Fprintf(&b, "note: %s\n", note)
 	}
-	if err := s.Verdict(); err != nil {
-		fmt.Fprintf(&b, "verdict: UNSAFE: %d critical sections interleaved with another on the same resource, %d writes of expired holders accepted\n",
-			s.Overlaps, s.StaleAccepted)
+	if s.Unsafe() {
+		fmt.Fprintf(&b, "verdict: UNSAFE: %s\n", s.unsafeFigures())
 	} else {
 		fmt.Fprintf(&b, "verdict: SAFE: no two critical sections interleaved on a resource, no write of an expired holder accepted (%d sections)\n", s.Sections)
 	}

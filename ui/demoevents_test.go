@@ -54,6 +54,12 @@ func TestDemoPaneFollowsMasterSwitch(t *testing.T) {
 	if demoLines != 2 {
 		t.Errorf("%d demo lines in the event log, want 2", demoLines)
 	}
+
+	// A token after the promotion not above the last before makes the run unsafe: the pane
+	// says why, not just "overlaps 0 UNSAFE".
+	snap.Counters.TokenRegressions = 1
+	deliver(snap)
+	mustContain(t, screen(m), "token regressions 1")
 }
 
 // A demo event reaches the log with the next snapshot, after lines logged meanwhile: it goes

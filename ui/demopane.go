@@ -428,6 +428,9 @@ func counterParts(s demo.Snapshot, all bool, st styles) []string {
 	} else if all {
 		parts = append(parts, "stale accepted 0")
 	}
+	if k.TokenRegressions > 0 { // unsafe with overlaps 0: the reason must show
+		parts = append(parts, st.danger.Render("token regressions "+strconv.FormatInt(k.TokenRegressions, 10)))
+	}
 	if k.NoTTLLocks > 0 {
 		parts = append(parts, st.warning.Render("no ttl "+strconv.FormatInt(k.NoTTLLocks, 10)))
 	} else if all {
