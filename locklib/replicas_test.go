@@ -185,4 +185,33 @@ func TestWithReplicasCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// With the replica of one key's master stalled, that key is refused and a key of another
+	// master is not: the WAIT is sent, and to the master that wrote the lock.
+	stalledKey := "lock:{rep0}"
+	master, _, resume, err := cl.StallReplication(stalledKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resume()
+	if _, err := c.TryObtain(ctx, stalledKey, 5*time.Second); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("%s with its master's replica stalled: %v, want ErrNotReplicated", stalledKey, err)
+	}
+	for i := 1; ; i++ {
+		key := fmt.Sprintf("lock:{rep%d}", i)
+		m, _, err := cl.MasterOf(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == master {
+			continue
+		}
+		l, err := c.TryObtain(ctx, key, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s, on a master whose replica is not stalled: %v", key, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
 }
