@@ -118,6 +118,13 @@ func (c *Controller) failoverReplicaLoop() {
 func (c *Controller) failoverReplica() error {
 	rs := c.cfg.Servers.Replication
 	phase := c.phaseAt(time.Now())
+	healed, err := rs.Heal(c.ctx)
+	if err != nil {
+		return err
+	}
+	if healed != "" {
+		c.logEvent("failover: %s (down since a failover that failed) back, empty, as a replica", healed)
+	}
 	master, err := rs.StallReplication(c.ctx)
 	if err != nil {
 		return err

@@ -233,3 +233,35 @@ func TestReplicaSetNeverAdoptsAnotherServer(t *testing.T) {
 		t.Errorf("the other server: %v", err)
 	}
 }
+
+// A failover that failed after its kill (the sentinel too slow to promote) leaves the set
+// with one data node: the next failover must not kill that last master (StallReplication
+// refuses without a running replica), and Heal brings the dead node back as a replica first.
+func TestReplicaSetWithoutReplica(t *testing.T) {
+	t.Parallel()
+	rs := startReplicaSet(t)
+	ctx := context.Background()
+	master, err := rs.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := rs.node(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := rs.other(m)
+	replica.kill()
+	if _, err := rs.StallReplication(ctx); err == nil {
+		t.Fatal("replication stalled on a set whose replica is down: the failover's next step kills its last master")
+	}
+	healed, err := rs.Heal(ctx)
+	if err != nil || healed != replica.addr || !replica.running() {
+		t.Fatalf("Heal: %q, %v (running %v), want %s back", healed, err, replica.running(), replica.addr)
+	}
+	if healed, err := rs.Heal(ctx); err != nil || healed != "" {
+		t.Errorf("Heal of a whole set: %q, %v", healed, err)
+	}
+	if now, err := rs.Master(ctx); err != nil || now != master {
+		t.Errorf("master %q, %v after Heal, want %s untouched", now, err, master)
+	}
+}

@@ -212,6 +212,21 @@ func (p *redisProcess) signal(sig syscall.Signal) {
 	}
 }
 
+// running reports whether the process was started and has not exited.
+func (p *redisProcess) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // kill sends SIGKILL (a paused process too) and waits until it has exited.
 func (p *redisProcess) kill() {
 	p.mu.Lock()
@@ -324,6 +339,11 @@ func (r *ReplicaSet) StallReplication(ctx context.Context) (string, error) {
 		return "", err
 	}
 	replica := r.other(m)
+	if !replica.running() {
+		// A failover that failed after its kill left no replica (Heal brings it back):
+		// killing this master would leave the set without one.
+		return "", fmt.Errorf("demo: the replica %s of master %s is down: no failover without one", replica.addr, master)
+	}
 	replica.signal(syscall.SIGSTOP)
 	c := adminClient(master)
 	defer c.Close()
@@ -409,6 +429,26 @@ func (r *ReplicaSet) Rejoin(ctx context.Context, old, master string, timeout tim
 		}
 	}
 	return fmt.Errorf("demo: restart %s as a replica: %w", old, last)
+}
+
+// Heal restarts the data node that is down, if one is (a failover that failed after the
+// kill: the sentinel did not promote in time, or the old master did not come back), as a
+// replica of the master the sentinel names, and returns its address ("" when both run).
+// Until the sentinel names a running master it does nothing: StallReplication then refuses.
+func (r *ReplicaSet) Heal(ctx context.Context) (string, error) {
+	master, err := r.Master(ctx)
+	if err != nil {
+		return "", err
+	}
+	m, err := r.node(master)
+	if err != nil {
+		return "", err
+	}
+	down := r.other(m)
+	if down.running() || !m.running() {
+		return "", nil
+	}
+	return down.addr, r.Rejoin(ctx, down.addr, master, replicaTimeout)
 }
 
 func (r *ReplicaSet) index(n *redisProcess) int {
