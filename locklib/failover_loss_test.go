@@ -128,10 +128,15 @@ func TestFailoverLossRate(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 	plain, one, two := total[0], total[1], total[2]
+	if one.held == 0 {
+		// On a loaded machine the replica in sync can miss the short WAIT too: nothing held,
+		// nothing to lose, which proves nothing either way.
+		t.Log("no WithReplicas(1) lock was held at a failover: its loss is not measured in this run")
+	}
 	switch {
 	case plain.lost == 0:
 		t.Error("no plain lock was lost: the failovers did not lose what the replicas had not copied")
-	case one.lost == 0:
+	case one.held > 0 && one.lost == 0:
 		t.Error("no WithReplicas(1) lock was lost, though a replica that had not confirmed it was promoted")
 	case two.lost != 0:
 		t.Errorf("%d WithReplicas(2) locks lost: every replica had confirmed them", two.lost)
