@@ -37,7 +37,8 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout}, cfg.args...)
+	// No 5 s wait before a replica's first full sync (Redis 7's default diskless delay).
+	args := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout, "--repl-diskless-sync-delay", "0"}, cfg.args...)
 	c := &Cluster{tb: tb}
 	for range n * (1 + cfg.clusterReplicas) {
 		s := startClusterNode(tb, args)
@@ -54,7 +55,10 @@ func StartCluster(tb testing.TB, n int, opts ...Option) *Cluster {
 		tb.Fatal(err)
 	}
 	if cfg.clusterReplicas > 0 {
-		if err := c.WaitReplicasSynced(30 * time.Second); err != nil {
+		if err := c.waitReplicasKnown(30*time.Second, n*cfg.clusterReplicas); err != nil {
+			tb.Fatal(err)
+		}
+		if err := c.waitReplicasSynced(30*time.Second, cfg.clusterReplicas); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -233,7 +237,7 @@ func (c *Cluster) Node(addr string) *Server {
 
 // MasterOf is the running master serving key's slot, and its replicas.
 func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err error) {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, DialTimeout: time.Second, MaxRetries: -1})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.answeringAddrs(), DialTimeout: time.Second, MaxRetries: -1})
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -358,6 +362,13 @@ func (c *Cluster) waitMaster(addr string, timeout time.Duration) error {
 // WaitReplicasSynced waits until every running replica has its master's stream up to where
 // it was when the wait began.
 func (c *Cluster) WaitReplicasSynced(timeout time.Duration) error {
+	return c.waitReplicasSynced(timeout, 0)
+}
+
+// waitReplicasSynced is WaitReplicasSynced for at least perMaster replicas of each master:
+// right after CLUSTER create, the node asked may not know a master's replicas yet (gossip),
+// and a master with none known would count as in sync.
+func (c *Cluster) waitReplicasSynced(timeout time.Duration, perMaster int) error {
 	deadline := time.Now().Add(timeout)
 	last := ""
 	targets := syncTargets{}
@@ -373,12 +384,13 @@ func (c *Cluster) WaitReplicasSynced(timeout time.Duration) error {
 			if !n.Master || n.Failed {
 				continue
 			}
-			want := 0
+			known := 0
 			for _, r := range nodes {
 				if r.MasterID == n.ID && !r.Failed {
-					want++
+					known++
 				}
 			}
+			want := max(known, perMaster)
 			info, err := infoReplication(n.Addr)
 			if err != nil {
 				ok, last = false, err.Error()
@@ -395,4 +407,48 @@ func (c *Cluster) WaitReplicasSynced(timeout time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("redistest: cluster replicas not in sync after %v: %s", timeout, last)
+}
+
+// answeringAddrs are the nodes that can answer now: running and not paused (a question sent
+// to a node stalled by StallReplication would wait out the timeout).
+func (c *Cluster) answeringAddrs() []string {
+	var addrs []string
+	for _, s := range c.Nodes {
+		s.mu.Lock()
+		paused := s.paused
+		s.mu.Unlock()
+		if s.Running() && !paused {
+			addrs = append(addrs, s.Addr)
+		}
+	}
+	return addrs
+}
+
+// waitReplicasKnown waits until every node's CLUSTER NODES names want replicas: a node learns
+// the roles --cluster create assigned by gossip, and until then it answers CLUSTER SHARDS (and
+// a client's slot map) without them.
+func (c *Cluster) waitReplicasKnown(timeout time.Duration, want int) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok := true
+		for _, s := range c.Nodes {
+			cl := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+			text, err := cl.ClusterNodes(context.Background()).Result()
+			_ = cl.Close()
+			if err != nil {
+				ok, last = false, fmt.Sprintf("%s: %v", s.Addr, err)
+				break
+			}
+			if got := strings.Count(text, " slave ") + strings.Count(text, ",slave "); got < want {
+				ok, last = false, fmt.Sprintf("%s knows %d of %d replicas", s.Addr, got, want)
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redistest: cluster replicas not known to every node after %v: %s", timeout, last)
 }
