@@ -98,6 +98,10 @@ type Result struct {
 	Lost int
 	// Did says what the fault did, as the harness saw it (e.g. which node was promoted).
 	Did string
+	// TokenOrder says, per key, what porcupine found wrong with the fencing tokens of the
+	// acquisitions (tokenModel): empty when some order that real time allows has them
+	// increasing. Not checked on Redlock, which has no token.
+	TokenOrder []string
 }
 
 // Run starts d, lets the clients contend for warmUp, injects f, lets them contend settle
@@ -108,7 +112,7 @@ func Run(tb testing.TB, d Deployment, f Fault) Result {
 	pn := &proxyNet{tb: tb, proxies: map[string]*redistest.Proxy{}}
 	dep := start(tb, d, pn)
 	res := newResource(d != Redlock)
-	h := &harness{res: res}
+	h := &harness{res: res, obtains: &obtainLog{start: time.Now()}}
 
 	var lcs []*locklib.Client
 	for i := range clients {
@@ -153,15 +157,19 @@ func Run(tb testing.TB, d Deployment, f Fault) Result {
 	res.mu.Unlock()
 	r.Overlaps = res.overlaps()
 	r.Lost = int(h.lost.Load())
+	if r.Fenced {
+		r.TokenOrder = h.obtains.tokenOrderViolations()
+	}
 	return r
 }
 
 // harness runs the holders.
 type harness struct {
-	res    *resource
-	lost   atomic.Int64
-	pause  atomic.Bool   // the next holder to obtain a lock pauses
-	paused chan struct{} // closed when that holder is back
+	res     *resource
+	obtains *obtainLog
+	lost    atomic.Int64
+	pause   atomic.Bool   // the next holder to obtain a lock pauses
+	paused  chan struct{} // closed when that holder is back
 }
 
 // pauseAHolder makes the next holder stop for 2 x ttl in its section, after it checked Lost()
@@ -189,8 +197,12 @@ func (h *harness) contend(ctx context.Context, c *locklib.Client, seed uint64) {
 			opts = nil
 		}
 		octx, cancelObtain := context.WithTimeout(ctx, 2*ttl)
+		call := h.obtains.since()
 		l, err := c.Obtain(octx, key, ttl, opts...)
 		cancelObtain()
+		if err == nil {
+			h.obtains.add(obtained{key: key, token: l.Token(), call: call, ret: h.obtains.since()})
+		}
 		if err != nil {
 			if victim {
 				h.pause.Store(true) // the next one then

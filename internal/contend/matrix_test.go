@@ -63,6 +63,9 @@ func checkCell(t *testing.T, r Result) {
 	if r.StaleAccepted != 0 {
 		t.Errorf("the resource accepted %d writes of holders a later holder had superseded", r.StaleAccepted)
 	}
+	for _, v := range r.TokenOrder {
+		t.Errorf("porcupine, fencing tokens: %s", v)
+	}
 	if r.Regressions != 0 || r.CurrentRefused != 0 {
 		t.Errorf("tokens went back: %d begins not above the previous holder's token, %d writes of the newest holder refused",
 			r.Regressions, r.CurrentRefused)
