@@ -145,7 +145,7 @@ func TestReplicaSetClose(t *testing.T) {
 	rs := startReplicaSet(t)
 	var pids []int
 	for _, p := range append(rs.nodes[:], rs.sentinel) {
-		pids = append(pids, p.cmd.Process.Pid)
+		pids = append(pids, p.proc.Pid())
 	}
 	rs.Close()
 	for _, pid := range pids {
@@ -255,8 +255,8 @@ func TestReplicaSetWithoutReplica(t *testing.T) {
 		t.Fatal("replication stalled on a set whose replica is down: the failover's next step kills its last master")
 	}
 	healed, err := rs.Heal(ctx)
-	if err != nil || healed != replica.addr || !replica.running() {
-		t.Fatalf("Heal: %q, %v (running %v), want %s back", healed, err, replica.running(), replica.addr)
+	if err != nil || healed != replica.addr || !replica.proc.Running() {
+		t.Fatalf("Heal: %q, %v (running %v), want %s back", healed, err, replica.proc.Running(), replica.addr)
 	}
 	if healed, err := rs.Heal(ctx); err != nil || healed != "" {
 		t.Errorf("Heal of a whole set: %q, %v", healed, err)

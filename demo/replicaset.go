@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/internal/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,9 +54,8 @@ type redisProcess struct {
 	addr string
 	args []string // after the fixed ones (port, dir, log file)
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	mu     sync.Mutex // guards args and starts; a start (launch) and a kill wait for each other
+	proc   redisproc.Process
 	starts int
 }
 
@@ -64,7 +63,7 @@ type redisProcess struct {
 // sentinel (knowing the replica before it returns). ErrNoRedisServer when redis-server is
 // not on PATH.
 func StartReplicaSet(ctx context.Context) (*ReplicaSet, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisproc.Binary()
 	if err != nil {
 		return nil, ErrNoRedisServer
 	}
@@ -113,9 +112,9 @@ func (r *ReplicaSet) start(ctx context.Context) error {
 func (r *ReplicaSet) launchNew(ctx context.Context, name string, args ...string) (*redisProcess, error) {
 	var last error
 	for range 5 {
-		port, err := freePort()
+		port, err := redisproc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("demo: %w", err)
 		}
 		p := &redisProcess{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), args: args}
 		if last = r.launch(ctx, p, name); last == nil {
@@ -123,15 +122,6 @@ func (r *ReplicaSet) launchNew(ctx context.Context, name string, args ...string)
 		}
 	}
 	return nil, fmt.Errorf("demo: start redis-server (%s): %w", name, last)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("demo: no free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func portOf(addr string) string {
@@ -145,25 +135,17 @@ func (r *ReplicaSet) launch(ctx context.Context, p *redisProcess, name string) e
 	defer p.mu.Unlock()
 	p.starts++
 	logPath := filepath.Join(r.dir, fmt.Sprintf("%s-%d.log", name, p.starts))
-	common := []string{"--port", portOf(p.addr), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--dir", r.dir, "--logfile", logPath}
-	var args []string
+	cfg := redisproc.Config{Bin: r.bin, Port: portOf(p.addr), Dir: r.dir, LogFile: logPath}
 	if n := len(p.args); n > 0 && p.args[n-1] == "--sentinel" {
-		args = append(append(args, p.args...), common...) // the config file and --sentinel come first
+		cfg.Conf = p.args // the config file and --sentinel come first
 	} else {
 		// A data node: its own RDB file, and a full sync without the default 5 s wait for more replicas.
-		args = append(append(args, common...), "--dbfilename", name+".rdb", "--repl-diskless-sync-delay", "0")
-		args = append(args, p.args...)
+		cfg.Args = append([]string{"--dbfilename", name + ".rdb", "--repl-diskless-sync-delay", "0"}, p.args...)
 	}
-	cmd := exec.Command(r.bin, args...)
-	// The servers die with lockscope, however it ends (a kill -9 included).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited, err := p.proc.Start(cfg)
+	if err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	p.cmd, p.exited = cmd, exited
 	deadline := time.Now().Add(replicaStartTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
@@ -172,12 +154,12 @@ func (r *ReplicaSet) launch(ctx context.Context, p *redisProcess, name string) e
 			return fmt.Errorf("redis-server on %s exited at start: %s", p.addr, lastLine(log))
 		default:
 		}
-		if answersAs(ctx, p.addr, cmd.Process.Pid) {
+		if answersAs(ctx, p.addr, p.proc.Pid()) {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p.killLocked()
+	p.proc.Kill()
 	return fmt.Errorf("redis-server on %s did not answer PING within %v", p.addr, replicaStartTimeout)
 }
 
@@ -203,44 +185,12 @@ func adminClient(addr string) *redis.Client {
 		ReadTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
 }
 
-// signal sends sig to the process if it runs.
-func (p *redisProcess) signal(sig syscall.Signal) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil {
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// running reports whether the process was started and has not exited.
-func (p *redisProcess) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return false
-	}
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL (a paused process too) and waits until it has exited.
+// kill kills the process (SIGKILL, a paused one too) once a start in progress has ended, and
+// waits until it has exited.
 func (p *redisProcess) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.killLocked()
-}
-
-func (p *redisProcess) killLocked() {
-	if p.cmd == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-	p.cmd = nil
+	p.proc.Kill()
 }
 
 // Close kills every process and removes the directory.
@@ -325,30 +275,37 @@ func (r *ReplicaSet) other(n *redisProcess) *redisProcess {
 	return r.nodes[0]
 }
 
+// masterNode is the master the sentinel names now (its address and node) and the other
+// data node, its replica.
+func (r *ReplicaSet) masterNode(ctx context.Context) (master string, m, replica *redisProcess, err error) {
+	if master, err = r.Master(ctx); err != nil {
+		return "", nil, nil, err
+	}
+	if m, err = r.node(master); err != nil {
+		return "", nil, nil, err
+	}
+	return master, m, r.other(m), nil
+}
+
 // StallReplication cuts the replica off its master's stream: the replica is frozen
 // (SIGSTOP) and its link closed on the master (a frozen replica alone is not enough: its
 // kernel keeps taking the stream into the socket's buffer). What the master acknowledges from
 // now on exists on the master only. It returns the master's address.
 func (r *ReplicaSet) StallReplication(ctx context.Context) (string, error) {
-	master, err := r.Master(ctx)
+	master, _, replica, err := r.masterNode(ctx)
 	if err != nil {
 		return "", err
 	}
-	m, err := r.node(master)
-	if err != nil {
-		return "", err
-	}
-	replica := r.other(m)
-	if !replica.running() {
+	if !replica.proc.Running() {
 		// A failover that failed after its kill left no replica (Heal brings it back):
 		// killing this master would leave the set without one.
 		return "", fmt.Errorf("demo: the replica %s of master %s is down: no failover without one", replica.addr, master)
 	}
-	replica.signal(syscall.SIGSTOP)
+	_ = replica.proc.Signal(syscall.SIGSTOP)
 	c := adminClient(master)
 	defer c.Close()
 	if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		replica.signal(syscall.SIGCONT)
+		_ = replica.proc.Signal(syscall.SIGCONT)
 		return "", fmt.Errorf("demo: CLIENT KILL TYPE replica on %s: %w", master, err)
 	}
 	return master, nil
@@ -362,7 +319,7 @@ func (r *ReplicaSet) KillMaster(master string) error {
 		return err
 	}
 	m.kill()
-	r.other(m).signal(syscall.SIGCONT)
+	_ = r.other(m).proc.Signal(syscall.SIGCONT)
 	return nil
 }
 
@@ -436,16 +393,11 @@ func (r *ReplicaSet) Rejoin(ctx context.Context, old, master string, timeout tim
 // replica of the master the sentinel names, and returns its address ("" when both run).
 // Until the sentinel names a running master it does nothing: StallReplication then refuses.
 func (r *ReplicaSet) Heal(ctx context.Context) (string, error) {
-	master, err := r.Master(ctx)
+	master, m, down, err := r.masterNode(ctx)
 	if err != nil {
 		return "", err
 	}
-	m, err := r.node(master)
-	if err != nil {
-		return "", err
-	}
-	down := r.other(m)
-	if down.running() || !m.running() {
+	if down.proc.Running() || !m.proc.Running() {
 		return "", nil
 	}
 	return down.addr, r.Rejoin(ctx, down.addr, master, replicaTimeout)

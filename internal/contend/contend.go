@@ -377,16 +377,9 @@ func sentinelFault(tb testing.TB, r *redistest.Replicated, f Fault, pn *proxyNet
 		did := fmt.Sprintf("master killed, replica promoted after %v", time.Since(began).Round(100*time.Millisecond))
 		return did, r.Rejoin(old, wait)
 	case ServerPause:
-		m, err := r.Master()
+		did, err := pauseMaster(r.Master)
 		if err != nil {
 			return "", err
-		}
-		m.Pause()
-		time.Sleep(2 * ttl)
-		m.Resume()
-		did := fmt.Sprintf("master SIGSTOP for %v", 2*ttl)
-		if now, err := r.Master(); err == nil && now != m {
-			did += ", a replica was promoted meanwhile"
 		}
 		return did, r.WaitSynced(wait)
 	case NetDelay:
@@ -434,18 +427,10 @@ func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (
 		old.Restart()
 		return did + "; the old master restarted empty", nil
 	case ServerPause:
-		m, _, err := cl.MasterOf(keys[0])
-		if err != nil {
-			return "", err
-		}
-		m.Pause()
-		time.Sleep(2 * ttl)
-		m.Resume()
-		did := fmt.Sprintf("master SIGSTOP for %v", 2*ttl)
-		if now, _, err := cl.MasterOf(keys[0]); err == nil && now != m {
-			did += ", its replica was promoted meanwhile"
-		}
-		return did, nil
+		return pauseMaster(func() (*redistest.Server, error) {
+			m, _, err := cl.MasterOf(keys[0])
+			return m, err
+		})
 	case NetDelay:
 		return pn.delayFor(ttl/4, 2*ttl), nil
 	case Failover:
@@ -472,6 +457,23 @@ func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (
 		return "master restarted empty at once", nil
 	}
 	return "", fmt.Errorf("contend: unknown fault %q", f)
+}
+
+// pauseMaster freezes the master that master names (SIGSTOP) for 2·ttl, and says whether a
+// replica was promoted meanwhile.
+func pauseMaster(master func() (*redistest.Server, error)) (string, error) {
+	m, err := master()
+	if err != nil {
+		return "", err
+	}
+	m.Pause()
+	time.Sleep(2 * ttl)
+	m.Resume()
+	did := fmt.Sprintf("master SIGSTOP for %v", 2*ttl)
+	if now, err := master(); err == nil && now != m {
+		did += ", a replica was promoted meanwhile"
+	}
+	return did, nil
 }
 
 // proxyNet sends every connection of the clients through a redistest.Proxy in front of its

@@ -329,21 +329,8 @@ func (c *Cluster) StallReplication(key string) (master *Server, replicas []*Serv
 	if len(replicas) == 0 {
 		return nil, nil, nil, fmt.Errorf("redistest: %s has no running replica", master.Addr)
 	}
-	for _, s := range replicas {
-		s.Pause()
-	}
-	resume = func() {
-		for _, s := range replicas {
-			if s.Running() {
-				s.Resume()
-			}
-		}
-	}
-	cl := redis.NewClient(&redis.Options{Addr: master.Addr, DialTimeout: time.Second, MaxRetries: -1})
-	defer cl.Close()
-	if err := cl.Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		resume()
-		return nil, nil, nil, fmt.Errorf("redistest: CLIENT KILL TYPE replica on %s: %w", master.Addr, err)
+	if resume, err = stall(master, replicas, [][]any{{"CLIENT", "KILL", "TYPE", "replica"}}); err != nil {
+		return nil, nil, nil, err
 	}
 	return master, replicas, resume, nil
 }

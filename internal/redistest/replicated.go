@@ -238,6 +238,12 @@ func (r *Replicated) StallReplication(replicas ...*Server) (resume func(), err e
 			kill = append(kill, []any{"CLIENT", "KILL", "ADDR", laddr})
 		}
 	}
+	return stall(m, replicas, kill)
+}
+
+// stall freezes replicas (SIGSTOP) and sends master the commands in kill, which close their
+// links there. resume thaws those still running; on an error they are thawed already.
+func stall(master *Server, replicas []*Server, kill [][]any) (resume func(), err error) {
 	for _, s := range replicas {
 		s.Pause()
 	}
@@ -248,12 +254,12 @@ func (r *Replicated) StallReplication(replicas ...*Server) (resume func(), err e
 			}
 		}
 	}
-	c := redis.NewClient(&redis.Options{Addr: m.Addr, DialTimeout: time.Second, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: master.Addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer c.Close()
 	for _, args := range kill {
 		if err := c.Do(context.Background(), args...).Err(); err != nil {
 			resume()
-			return nil, fmt.Errorf("redistest: %v on %s: %w", args, m.Addr, err)
+			return nil, fmt.Errorf("redistest: %v on %s: %w", args, master.Addr, err)
 		}
 	}
 	return resume, nil

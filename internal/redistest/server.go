@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/internal/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,8 +32,7 @@ type Server struct {
 	conf    []string // arguments before the options: a config file (and --sentinel)
 	args    []string
 	mu      sync.Mutex
-	proc    *exec.Cmd
-	exited  chan struct{}
+	proc    redisproc.Process
 	paused  bool
 	started int // how many times the process was started, for log file names
 }
@@ -53,9 +52,9 @@ func WithArgs(args ...string) Option {
 
 // Binary returns the path of redis-server or an error that says how to get it.
 func Binary() (string, error) {
-	p, err := exec.LookPath("redis-server")
+	p, err := redisproc.Binary()
 	if err != nil {
-		return "", errors.New("redis-server not found on PATH: run `make test` (installs it) or `apt-get install redis-server`")
+		return "", fmt.Errorf("%w: run `make test` (installs it) or `apt-get install redis-server`", err)
 	}
 	return p, nil
 }
@@ -98,40 +97,21 @@ func StartN(tb testing.TB, n int, opts ...Option) []*Server {
 	return out
 }
 
-// FreePort asks the kernel for a loopback port that is free right now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redistest: no free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort asks the kernel for a loopback port that is free right now, for a test that
+// needs one of its own.
+func FreePort() (int, error) { return redisproc.FreePort() }
 
 func (s *Server) launch(bin string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started++
 	logPath := filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.started))
-	args := append(append([]string(nil), s.conf...),
-		"--port", strconv.Itoa(s.Port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--protected-mode", "no",
-		"--daemonize", "no",
-		"--dir", s.dir,
-		"--logfile", logPath)
-	args = append(args, s.args...)
-	cmd := exec.Command(bin, args...)
-	// Kill the server if the test binary dies without running its cleanups.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited, err := s.proc.Start(redisproc.Config{Bin: bin, Conf: s.conf, Port: strconv.Itoa(s.Port), Dir: s.dir,
+		LogFile: logPath, Args: append([]string{"--protected-mode", "no"}, s.args...)})
+	if err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	s.proc, s.exited, s.paused = cmd, exited, false
+	s.paused = false
 
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -146,8 +126,7 @@ func (s *Server) launch(bin string) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	_ = cmd.Process.Kill()
-	<-exited
+	s.proc.Kill()
 	return fmt.Errorf("redis-server on port %d did not answer PING within 10s", s.Port)
 }
 
@@ -186,20 +165,7 @@ func (s *Server) Client(opts ...func(*redis.Options)) *redis.Client {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.killLocked()
-}
-
-func (s *Server) killLocked() {
-	if s.proc == nil {
-		return
-	}
-	select {
-	case <-s.exited:
-	default:
-		_ = s.proc.Process.Signal(syscall.SIGKILL)
-		<-s.exited
-	}
-	s.proc = nil
+	s.proc.Kill()
 }
 
 // Restart starts the server again on the same port, empty (no persistence). It kills
@@ -231,10 +197,9 @@ func (s *Server) Resume() { s.signal(syscall.SIGCONT, false) }
 func (s *Server) signal(sig syscall.Signal, paused bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil {
+	if err := s.proc.Signal(sig); errors.Is(err, redisproc.ErrNotRunning) {
 		s.tb.Fatalf("redistest: signal %v to a server that is not running", sig)
-	}
-	if err := s.proc.Process.Signal(sig); err != nil {
+	} else if err != nil {
 		s.tb.Fatalf("redistest: signal %v: %v", sig, err)
 	}
 	s.paused = paused
@@ -244,24 +209,16 @@ func (s *Server) signal(sig syscall.Signal, paused bool) {
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil {
-		return false
-	}
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
+	return s.proc.Running()
 }
 
 func (s *Server) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil && s.paused {
-		_ = s.proc.Process.Signal(syscall.SIGCONT)
+	if s.paused {
+		_ = s.proc.Signal(syscall.SIGCONT)
 	}
-	s.killLocked()
+	s.proc.Kill()
 }
 
 // Dir is the server's working directory (its log files are there).
