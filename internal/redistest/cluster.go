@@ -281,7 +281,8 @@ func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err 
 }
 
 // FailoverForce promotes replica at once (CLUSTER FAILOVER FORCE: no hand-shake with its
-// master, which may be dead) and waits until it says it is a master and the cluster is ok.
+// master, which may be dead) and waits until it says it is a master, the cluster is ok and
+// every node names it master.
 func (c *Cluster) FailoverForce(replica *Server, timeout time.Duration) error {
 	cl := redis.NewClient(&redis.Options{Addr: replica.Addr, DialTimeout: time.Second, MaxRetries: -1})
 	err := cl.Do(context.Background(), "CLUSTER", "FAILOVER", "FORCE").Err()
@@ -335,15 +336,61 @@ func (c *Cluster) StallReplication(key string) (master *Server, replicas []*Serv
 	return master, replicas, resume, nil
 }
 
+// waitMaster waits until addr says it is a master, the cluster is ok, and every node that
+// answers names addr an online master: gossip brings the promotion to the other nodes a
+// little after the promoted node knows it, and until then they answer CLUSTER SHARDS (and a
+// client's slot map) with the old master.
 func (c *Cluster) waitMaster(addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if role, err := roleOf(addr); err == nil && role == "master" {
-			return c.WaitOK(time.Until(deadline))
+			if err := c.WaitOK(time.Until(deadline)); err != nil {
+				return err
+			}
+			return c.waitMasterKnown(addr, deadline)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("redistest: %s did not become master within %v", addr, timeout)
+}
+
+func (c *Cluster) waitMasterKnown(addr string, deadline time.Time) error {
+	last := ""
+	for time.Now().Before(deadline) {
+		known := true
+		for _, a := range c.answeringAddrs() {
+			cl := redis.NewClient(&redis.Options{Addr: a, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+			text, err := cl.ClusterNodes(context.Background()).Result()
+			_ = cl.Close()
+			if err != nil {
+				known, last = false, fmt.Sprintf("%s: %v", a, err)
+				break
+			}
+			if !namesOnlineMaster(text, addr) {
+				known, last = false, a+" does not name it an online master yet"
+				break
+			}
+		}
+		if known {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redistest: %s is master, but not to every node in time: %s", addr, last)
+}
+
+// namesOnlineMaster reports whether CLUSTER NODES text has addr as a master not flagged
+// failing.
+func namesOnlineMaster(text, addr string) bool {
+	for line := range strings.SplitSeq(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.HasPrefix(f[1], addr+"@") {
+			continue
+		}
+		flags := "," + f[2] + ","
+		return strings.Contains(flags, ",master,") && !strings.Contains(flags, ",fail,") && !strings.Contains(flags, ",fail?,")
+	}
+	return false
 }
 
 // WaitReplicasSynced waits until every running replica has its master's stream up to where
