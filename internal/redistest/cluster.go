@@ -355,28 +355,16 @@ func (c *Cluster) waitMaster(addr string, timeout time.Duration) error {
 }
 
 func (c *Cluster) waitMasterKnown(addr string, deadline time.Time) error {
-	last := ""
-	for time.Now().Before(deadline) {
-		known := true
-		for _, a := range c.answeringAddrs() {
-			cl := redis.NewClient(&redis.Options{Addr: a, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
-			text, err := cl.ClusterNodes(context.Background()).Result()
-			_ = cl.Close()
-			if err != nil {
-				known, last = false, fmt.Sprintf("%s: %v", a, err)
-				break
-			}
-			if !namesOnlineMaster(text, addr) {
-				known, last = false, a+" does not name it an online master yet"
-				break
-			}
+	err := c.waitEveryView(deadline, func(text string) string {
+		if namesOnlineMaster(text, addr) {
+			return ""
 		}
-		if known {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+		return "does not name " + addr + " an online master yet"
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: %s is master, but not to every node in time: %w", addr, err)
 	}
-	return fmt.Errorf("redistest: %s is master, but not to every node in time: %s", addr, last)
+	return nil
 }
 
 // namesOnlineMaster reports whether CLUSTER NODES text has addr as a master not flagged
@@ -462,20 +450,35 @@ func (c *Cluster) answeringAddrs() []string {
 // the roles --cluster create assigned by gossip, and until then it answers CLUSTER SHARDS (and
 // a client's slot map) without them.
 func (c *Cluster) waitReplicasKnown(timeout time.Duration, want int) error {
-	deadline := time.Now().Add(timeout)
-	last := ""
+	err := c.waitEveryView(time.Now().Add(timeout), func(text string) string {
+		if got := strings.Count(text, " slave ") + strings.Count(text, ",slave "); got < want {
+			return fmt.Sprintf("knows %d of %d replicas", got, want)
+		}
+		return ""
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: cluster replicas not known to every node after %v: %w", timeout, err)
+	}
+	return nil
+}
+
+// waitEveryView waits until the CLUSTER NODES of every node that can answer passes check
+// (which says what is still wrong, "" when nothing) and returns the last problem seen when
+// deadline passes first.
+func (c *Cluster) waitEveryView(deadline time.Time, check func(text string) string) error {
+	last := "no node answered"
 	for time.Now().Before(deadline) {
 		ok := true
-		for _, s := range c.Nodes {
-			cl := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+		for _, a := range c.answeringAddrs() {
+			cl := redis.NewClient(&redis.Options{Addr: a, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
 			text, err := cl.ClusterNodes(context.Background()).Result()
 			_ = cl.Close()
 			if err != nil {
-				ok, last = false, fmt.Sprintf("%s: %v", s.Addr, err)
+				ok, last = false, fmt.Sprintf("%s: %v", a, err)
 				break
 			}
-			if got := strings.Count(text, " slave ") + strings.Count(text, ",slave "); got < want {
-				ok, last = false, fmt.Sprintf("%s knows %d of %d replicas", s.Addr, got, want)
+			if problem := check(text); problem != "" {
+				ok, last = false, a+" "+problem
 				break
 			}
 		}
@@ -484,5 +487,5 @@ func (c *Cluster) waitReplicasKnown(timeout time.Duration, want int) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("redistest: cluster replicas not known to every node after %v: %s", timeout, last)
+	return errors.New(last)
 }
