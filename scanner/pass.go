@@ -2,8 +2,10 @@ package scanner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -300,11 +302,35 @@ func (p *pass) walk(ctx context.Context, w walk, listed func()) error {
 		})
 	}
 	err := g.Wait()
+	if err == nil && p.s.target.Mode == connect.Cluster {
+		err = stillMaster(ctx, w.src)
+	}
 	if err != nil && ctx.Err() == nil && !isReply(err) {
 		p.markMissing(w.src.addr, err)
 		return nil
 	}
 	return err
+}
+
+// errDemoted: a cluster master became a replica while (or before) its keys were listed. A
+// demoted master resyncs from the new one, emptying its dataset first, so its SCAN may have
+// listed none or part of the keys it served: the census is partial, not complete.
+var errDemoted = errors.New("no longer a master (a failover moved its slots during the census)")
+
+// stillMaster asks a cluster master whether it is one after its walk: the pass took the
+// topology from the client's slot map, which a promotion makes stale for a moment. A user
+// the ACL does not allow INFO gets no answer (the check is then only the slot map's).
+func stillMaster(ctx context.Context, src server) error {
+	info, err := src.rdb.Info(ctx, "replication").Result()
+	switch {
+	case err != nil && isReply(err):
+		return nil
+	case err != nil:
+		return err
+	case !strings.Contains(info, "role:master"):
+		return errDemoted
+	}
+	return nil
 }
 
 // readBatchKeys is how many keys SCAN pages (COUNT 1000 by default) are gathered into while
