@@ -24,6 +24,9 @@ type lossMode struct {
 // answer WAIT within a millisecond or two, and a loaded machine must not make them miss it.
 const lossWait = 300 * time.Millisecond
 
+// lossPhase bounds the acquisitions of a round, while the replicas are stalled.
+const lossPhase = 3 * time.Second
+
 // lossTally counts one mode's locks over the failovers of TestFailoverLossRate.
 type lossTally struct {
 	attempts, held, refused, lost, overlaps, staleAccepted, regressions int
@@ -185,6 +188,12 @@ func lossRound(t *testing.T, ctx context.Context, r *redistest.Replicated, round
 	// Contention: both clients of a mode try each of its keys at the same time, all keys at
 	// once, so that the stall lasts one WAIT timeout, not one per key (a replica frozen longer
 	// than Sentinel's down-after-milliseconds is not promoted).
+	// The phase is bounded too: Sentinel promotes no replica whose link to the master has been
+	// down more than ten times down-after-milliseconds (10 s here) longer than the master, and
+	// on a loaded machine (make test runs packages side by side) an unbounded phase once
+	// froze the replicas that long, so no failover came.
+	phase, endPhase := context.WithTimeout(ctx, lossPhase)
+	defer endPhase()
 	var mu sync.Mutex
 	var held []lossHolding
 	var wg sync.WaitGroup
@@ -195,10 +204,13 @@ func lossRound(t *testing.T, ctx context.Context, r *redistest.Replicated, round
 				go func() {
 					defer wg.Done()
 					key := fmt.Sprintf("lock:loss:%s:%d:%d", m.name, round, k)
-					l, err := c.TryObtain(ctx, key, 30*time.Second)
+					l, err := c.TryObtain(phase, key, 30*time.Second)
 					mu.Lock()
 					defer mu.Unlock()
 					n := tally(m.name)
+					if phase.Err() != nil && err != nil {
+						return // cut by the phase's bound: not an attempt that could tell anything
+					}
 					n.attempts++
 					switch {
 					case err == nil:
