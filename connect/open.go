@@ -165,16 +165,9 @@ func countNodes(slots []redis.ClusterSlot) int {
 
 // parseURL parses one URL and applies the TLS config and the fallback password.
 func parseURL(raw, password string, tlsConf *tls.Config, known secrets) (*redis.Options, error) {
-	shown := redactURL(raw, known)
-	bad := func(format string, args ...any) error {
-		return &Error{Kind: ErrBadConfig, msg: "bad --redis URL " + shown + ": " + known.redact(fmt.Sprintf(format, args...))}
-	}
+	bad := badURL(raw, known)
 	if _, err := url.Parse(raw); err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the whole URL, password included
-		}
-		return nil, bad("%v", err)
+		return nil, bad("%v", withoutURL(err))
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
@@ -202,6 +195,25 @@ func parseURL(raw, password string, tlsConf *tls.Config, known secrets) (*redis.
 	o.MaxRetries, o.DialerRetries = 1, dialRetries
 	o.OnConnect = nameConnection
 	return o, nil
+}
+
+// badURL makes the errors of one --redis URL: "bad --redis URL <raw, redacted>: <why>", of
+// kind ErrBadConfig, without any known password.
+func badURL(raw string, known secrets) func(format string, args ...any) error {
+	shown := redactURL(raw, known)
+	return func(format string, args ...any) error {
+		return &Error{Kind: ErrBadConfig, msg: "bad --redis URL " + shown + ": " + known.redact(fmt.Sprintf(format, args...))}
+	}
+}
+
+// withoutURL is url.Parse's error without its *url.Error, which repeats the whole URL,
+// password included.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // ClientName is the name every connection lockscope opens gives itself (CLIENT SETNAME), so

@@ -87,18 +87,11 @@ type sentinelURL struct {
 // parseSentinelURL reads redis+sentinel://, rediss+sentinel://, or (with --sentinel-master)
 // a redis:// or rediss:// URL naming sentinels.
 func parseSentinelURL(raw string, known secrets) (sentinelURL, error) {
-	shown := redactURL(raw, known)
-	bad := func(format string, args ...any) error {
-		return &Error{Kind: ErrBadConfig, msg: "bad --redis URL " + shown + ": " + known.redact(fmt.Sprintf(format, args...))}
-	}
+	bad := badURL(raw, known)
 	hosts, rest := cutHosts(raw)
 	u, err := url.Parse(rest)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the whole URL, password included
-		}
-		return sentinelURL{}, bad("%v", err)
+		return sentinelURL{}, bad("%v", withoutURL(err))
 	}
 	var out sentinelURL
 	segments := strings.Split(strings.Trim(u.Path, "/"), "/")
