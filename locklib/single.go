@@ -224,20 +224,16 @@ func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acqu
 
 func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
+	var renewedEvent string
+	if s.events {
+		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
+	}
 	if s.replicas > 0 {
-		var renewedEvent string
-		if s.events {
-			renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
-		}
 		pttl, err := s.replicated(ctx, h, ttl, renewedEvent)
 		if err != nil {
 			return time.Time{}, err
 		}
 		return start.Add(time.Duration(pttl) * time.Millisecond), nil
-	}
-	var renewedEvent string
-	if s.events {
-		renewedEvent = holderEventPrefix(EventRenewed, h.key, h.match)
 	}
 	pttl, err := run(ctx, s, scriptRefresh, []any{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
 		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
