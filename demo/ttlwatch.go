@@ -54,12 +54,18 @@ func (c *Controller) sampleTTLs(cl redis.UniversalClient, seen map[string]*noTTL
 	ctx, cancel := context.WithTimeout(c.ctx, ttls(c.cfg.TTL, ttlWatchEveryTTLs))
 	defer cancel()
 	now := time.Now()
-	for _, key := range c.resources {
-		pipe := cl.Pipeline()
-		get := pipe.Get(ctx, key)
-		pttl := pipe.Do(ctx, "PTTL", key) // raw: -1 is "no TTL", -2 "no key"
-		_, _ = pipe.Exec(ctx)
-		ms, err := pttl.Int64()
+	// One round trip for every key: each command still has its own result.
+	pipe := cl.Pipeline()
+	gets := make([]*redis.StringCmd, len(c.resources))
+	pttls := make([]*redis.Cmd, len(c.resources))
+	for i, key := range c.resources {
+		gets[i] = pipe.Get(ctx, key)
+		pttls[i] = pipe.Do(ctx, "PTTL", key) // raw: -1 is "no TTL", -2 "no key"
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, key := range c.resources {
+		get := gets[i]
+		ms, err := pttls[i].Int64()
 		if err != nil { // the instance is down (failover) or the run is stopping: next time
 			continue
 		}
