@@ -208,9 +208,12 @@ func (p *demoPane) moveSelection(delta int) {
 	p.selected = p.snap.Workers[i].ID
 }
 
-func (p *demoPane) selectedIndex() int {
-	for i, w := range p.snap.Workers {
-		if w.ID == p.selected {
+func (p *demoPane) selectedIndex() int { return workerIndex(p.snap.Workers, p.selected) }
+
+// workerIndex is the position of worker id in workers, -1 when it is not there.
+func workerIndex(workers []demo.WorkerSnapshot, id int) int {
+	for i, w := range workers {
+		if w.ID == id {
 			return i
 		}
 	}
@@ -219,20 +222,13 @@ func (p *demoPane) selectedIndex() int {
 
 // worker is the snapshot's worker id.
 func (p demoPane) worker(id int) (demo.WorkerSnapshot, bool) {
-	for _, w := range p.snap.Workers {
-		if w.ID == id {
-			return w, true
-		}
-	}
-	return demo.WorkerSnapshot{}, false
-}
-
-func (p *demoPane) selectedWorker() (demo.WorkerSnapshot, bool) {
-	if i := p.selectedIndex(); i >= 0 {
+	if i := workerIndex(p.snap.Workers, id); i >= 0 {
 		return p.snap.Workers[i], true
 	}
 	return demo.WorkerSnapshot{}, false
 }
+
+func (p *demoPane) selectedWorker() (demo.WorkerSnapshot, bool) { return p.worker(p.selected) }
 
 // demoColumn is one column of the worker table; columns are dropped right to left when the
 // pane is too narrow for them.
@@ -482,13 +478,7 @@ func (p demoPane) workerTable(workers []demo.WorkerSnapshot, width, rows int, st
 
 	visible := rows - 1
 	first := 0
-	sel := -1
-	for i, w := range workers {
-		if w.ID == p.selected {
-			sel = i
-		}
-	}
-	if sel >= visible {
+	if sel := workerIndex(workers, p.selected); sel >= visible {
 		first = sel - visible + 1
 	}
 	for i := first; i < len(workers) && i < first+visible; i++ {
