@@ -69,6 +69,8 @@ const (
 	// locks taken and renewed meanwhile are what asynchronous replication loses.
 	replicationLag = 700 * time.Millisecond
 	settle         = ttl // contention after the fault: a lock from before it has run out
+	// promoteWait bounds each wait of a Sentinel or cluster fault for a promotion or a resync.
+	promoteWait = 30 * time.Second
 )
 
 // keys share a hash tag, so that on the cluster one master serves them all and its faults hit
@@ -366,22 +368,21 @@ func serverFault(tb testing.TB, s *redistest.Server, f Fault, pn *proxyNet) (str
 
 func sentinelFault(tb testing.TB, r *redistest.Replicated, f Fault, pn *proxyNet) (string, error) {
 	tb.Helper()
-	const wait = 30 * time.Second
 	began := time.Now()
 	switch f {
 	case Kill:
-		old, _, err := r.KillMaster(wait)
+		old, _, err := r.KillMaster(promoteWait)
 		if err != nil {
 			return "", err
 		}
-		did := fmt.Sprintf("master killed, replica promoted after %v", time.Since(began).Round(100*time.Millisecond))
-		return did, r.Rejoin(old, wait)
+		did := fmt.Sprintf("master killed, replica promoted after %v", since(began))
+		return did, r.Rejoin(old, promoteWait)
 	case ServerPause:
 		did, err := pauseMaster(r.Master)
 		if err != nil {
 			return "", err
 		}
-		return did, r.WaitSynced(wait)
+		return did, r.WaitSynced(promoteWait)
 	case NetDelay:
 		return pn.delayFor(ttl/4, 2*ttl), nil
 	case Failover:
@@ -393,36 +394,33 @@ func sentinelFault(tb testing.TB, r *redistest.Replicated, f Fault, pn *proxyNet
 		if err != nil {
 			return "", err
 		}
-		time.Sleep(replicationLag)
-		old.Kill()
-		resume()
-		if _, err := r.Failover(wait); err != nil {
+		killBehind(old, resume)
+		if _, err := r.Failover(promoteWait); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("replicas held %v behind, master killed, SENTINEL FAILOVER: replica promoted after %v",
-			replicationLag, time.Since(began).Round(100*time.Millisecond)), nil
+			replicationLag, since(began)), nil
 	case RestartEmpty:
 		m, err := r.Master()
 		if err != nil {
 			return "", err
 		}
 		m.Restart()
-		return "master restarted empty at once (the replicas resync from it)", r.WaitSynced(wait)
+		return "master restarted empty at once (the replicas resync from it)", r.WaitSynced(promoteWait)
 	}
 	return "", fmt.Errorf("contend: unknown fault %q", f)
 }
 
 func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (string, error) {
 	tb.Helper()
-	const wait = 30 * time.Second
 	began := time.Now()
 	switch f {
 	case Kill:
-		old, _, err := cl.KillMaster(keys[0], wait)
+		old, _, err := cl.KillMaster(keys[0], promoteWait)
 		if err != nil {
 			return "", err
 		}
-		did := fmt.Sprintf("master killed, replica promoted after %v", time.Since(began).Round(100*time.Millisecond))
+		did := fmt.Sprintf("master killed, replica promoted after %v", since(began))
 		// It comes back empty with its cluster identity and joins as a replica.
 		old.Restart()
 		return did + "; the old master restarted empty", nil
@@ -438,14 +436,12 @@ func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (
 		if err != nil {
 			return "", err
 		}
-		time.Sleep(replicationLag)
-		old.Kill()
-		resume()
-		if err := cl.FailoverForce(replicas[0], wait); err != nil {
+		killBehind(old, resume)
+		if err := cl.FailoverForce(replicas[0], promoteWait); err != nil {
 			return "", err
 		}
 		did := fmt.Sprintf("replicas held %v behind, master killed, CLUSTER FAILOVER FORCE: replica master after %v",
-			replicationLag, time.Since(began).Round(100*time.Millisecond))
+			replicationLag, since(began))
 		old.Restart()
 		return did + "; the old master restarted empty", nil
 	case RestartEmpty:
@@ -458,6 +454,17 @@ func clusterFault(tb testing.TB, cl *redistest.Cluster, f Fault, pn *proxyNet) (
 	}
 	return "", fmt.Errorf("contend: unknown fault %q", f)
 }
+
+// killBehind lets the master old take writes for replicationLag that its stalled replicas
+// (resume thaws them) do not get, then kills it.
+func killBehind(old *redistest.Server, resume func()) {
+	time.Sleep(replicationLag)
+	old.Kill()
+	resume()
+}
+
+// since is how long ago began was, as the faults report it.
+func since(began time.Time) time.Duration { return time.Since(began).Round(100 * time.Millisecond) }
 
 // pauseMaster freezes the master that master names (SIGSTOP) for 2·ttl, and says whether a
 // replica was promoted meanwhile.
