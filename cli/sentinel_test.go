@@ -99,14 +99,9 @@ func TestCLIThroughSentinel(t *testing.T) {
 // $LOCKSCOPE_SENTINEL_PASSWORD, or from a context's sentinel_user and sentinel_password_env.
 func TestCLISentinelErrors(t *testing.T) {
 	r := redistest.StartReplicated(t, 0, 1)
-	ctx := context.Background()
 	sentinel, master := r.SentinelAddrs[0], r.Nodes[0].Addr
-	if err := r.Sentinels[0].Client().Do(ctx, "ACL", "SETUSER", "watcher", "on", ">spw-right", "+@all", "&*").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Nodes[0].Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">mpw-right", "~*", "&*", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
+	r.Sentinels[0].SetUser("watcher", "on", ">spw-right", "+@all", "&*")
+	r.Nodes[0].SetUser("app", "on", ">mpw-right", "~*", "&*", "+@all")
 	free, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)

@@ -201,14 +201,8 @@ func TestOpenSentinelErrors(t *testing.T) {
 	r := redistest.StartReplicated(t, 0, 1)
 	ctx := context.Background()
 	sentinel, master := r.SentinelAddrs[0], r.Nodes[0].Addr
-	admin := redis.NewClient(&redis.Options{Addr: sentinel})
-	defer admin.Close()
-	if err := admin.Do(ctx, "ACL", "SETUSER", "watcher", "on", ">spw-right", "+@all", "&*").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Nodes[0].Client().Do(ctx, "ACL", "SETUSER", "app", "on", ">mpw-right", "~*", "&*", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
+	r.Sentinels[0].SetUser("watcher", "on", ">spw-right", "+@all", "&*")
+	r.Nodes[0].SetUser("app", "on", ">mpw-right", "~*", "&*", "+@all")
 	free, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)

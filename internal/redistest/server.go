@@ -161,6 +161,21 @@ func (s *Server) Client(opts ...func(*redis.Options)) *redis.Client {
 	return c
 }
 
+// SetUser runs ACL SETUSER name rules... on the server ("on", ">password", "~*", ...),
+// failing the test when it cannot.
+func (s *Server) SetUser(name string, rules ...string) {
+	s.tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second})
+	defer c.Close()
+	args := []any{"ACL", "SETUSER", name}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	if err := c.Do(context.Background(), args...).Err(); err != nil {
+		s.tb.Fatalf("ACL SETUSER %s on %s: %v", name, s.Addr, err)
+	}
+}
+
 // Kill sends SIGKILL and waits for the process to exit. The data is gone.
 func (s *Server) Kill() {
 	s.mu.Lock()
