@@ -180,7 +180,7 @@ func (c Context) check() error {
 			return errors.New("a sentinel password in a redis URL is refused: use sentinel_password_env")
 		}
 	}
-	sentinel := c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, connect.IsSentinelURL)
+	sentinel := c.namesSentinel()
 	if sentinel && c.Mode != "" && c.Mode != ModeSentinel {
 		return fmt.Errorf("mode %s with sentinel_master or a redis+sentinel:// URL: a Sentinel deployment is mode %s", c.Mode, ModeSentinel)
 	}
@@ -234,10 +234,16 @@ func (c Context) ResolvedMode() string {
 	switch {
 	case c.Mode != "":
 		return c.Mode
-	case c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, connect.IsSentinelURL):
+	case c.namesSentinel():
 		return ModeSentinel
 	}
 	return ModeStandalone
+}
+
+// namesSentinel: the context is a Sentinel deployment whether or not its mode says so (it
+// names a master, or a URL is redis+sentinel://).
+func (c Context) namesSentinel() bool {
+	return c.SentinelMaster != "" || slices.ContainsFunc(c.URLs, connect.IsSentinelURL)
 }
 
 // FetchSentinelPassword is the sentinels' password: the variable sentinel_password_env
