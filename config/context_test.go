@@ -74,9 +74,6 @@ func TestContextDefaultsAndPassword(t *testing.T) {
 	if _, err := s.FetchSentinelPassword(func(string) string { return "" }); err == nil {
 		t.Error("an empty sentinel_password_env is taken")
 	}
-	if one.ResolvedMode() != ModeStandalone {
-		t.Errorf("modes %q %q", one.ResolvedMode(), set.ResolvedMode())
-	}
 	if pw, err := set.FetchPassword(context.Background(), func(string) string { return "" }); err != nil || pw != "pw-from-cmd" {
 		t.Errorf("password_cmd: %q %v", pw, err)
 	}
