@@ -180,9 +180,12 @@ func answersAs(ctx context.Context, addr string, pid int) bool {
 }
 
 // adminClient is a one-off client of the set's own tooling: no retries, short timeouts.
-func adminClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DialTimeout: 300 * time.Millisecond,
-		ReadTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+func adminClient(addr string) *redis.Client { return redis.NewClient(adminOptions(addr)) }
+
+// adminOptions are the options of adminClient, and of the one-off sentinel client of Master.
+func adminOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, Protocol: 2, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: time.Second, MaxRetries: -1, PoolSize: 1}
 }
 
 // kill kills the process (SIGKILL, a paused one too) once a start in progress has ended, and
@@ -245,8 +248,7 @@ func (r *ReplicaSet) Inspect(ctx context.Context) (connect.Target, error) {
 
 // Master is the master's address as the sentinel names it now.
 func (r *ReplicaSet) Master(ctx context.Context) (string, error) {
-	c := redis.NewSentinelClient(&redis.Options{Addr: r.sentinel.addr, Protocol: 2, DialTimeout: 300 * time.Millisecond,
-		ReadTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	c := redis.NewSentinelClient(adminOptions(r.sentinel.addr))
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
