@@ -39,11 +39,18 @@ func TestCheckerCountsInterleavedAcceptedWrites(t *testing.T) {
 	}
 }
 
+// pausedPair is a checker under p with two sections of workers 1 and 2 on one resource, in
+// the pause phase: a (token ta) entered first, then b (token tb).
+func pausedPair(p Protection, ta, tb int64) (c *checker, a, b *section) {
+	c = newChecker(p)
+	a = c.open("lock:demo:x", 1, ta, "va", Pause, 0)
+	b = c.open("lock:demo:x", 2, tb, "vb", Pause, 0)
+	return c, a, b
+}
+
 // A late writer with a lower token is refused: stale, not an overlap.
 func TestCheckerFenceRefusesStaleToken(t *testing.T) {
-	c := newChecker(FencingTokens)
-	a := c.open("lock:demo:x", 1, 7, "va", Pause, 0)
-	b := c.open("lock:demo:x", 2, 8, "vb", Pause, 0)
+	c, a, b := pausedPair(FencingTokens, 7, 8)
 	if !c.claim(a) || !c.claim(b) {
 		t.Fatal("first writes refused")
 	}
@@ -64,9 +71,7 @@ func TestCheckerFenceRefusesStaleToken(t *testing.T) {
 
 // Owner compare (Redlock): a newer claim makes the older owner's writes stale.
 func TestCheckerOwnerCompare(t *testing.T) {
-	c := newChecker(OwnerCompare)
-	a := c.open("lock:demo:x", 1, 0, "va", Pause, 0)
-	b := c.open("lock:demo:x", 2, 0, "vb", Pause, 0)
+	c, a, b := pausedPair(OwnerCompare, 0, 0)
 	c.claim(a)
 	c.claim(b)
 	if c.write(a) {
@@ -83,9 +88,7 @@ func TestCheckerOwnerCompare(t *testing.T) {
 // Without a fence (the naive lock) the frozen holder's late write goes through: it is an
 // overlap and a stale write accepted, and the counters say unsafe.
 func TestCheckerUnprotectedAcceptsTheLateWrite(t *testing.T) {
-	c := newChecker(Unprotected)
-	a := c.open("lock:demo:x", 1, 0, "va", Pause, 0)
-	b := c.open("lock:demo:x", 2, 0, "vb", Pause, 0)
+	c, a, b := pausedPair(Unprotected, 0, 0)
 	if !c.claim(a) || !c.claim(b) || !c.write(a) || !c.write(b) {
 		t.Fatal("a write was refused by a resource that checks nothing")
 	}
@@ -103,9 +106,7 @@ func TestCheckerUnprotectedAcceptsTheLateWrite(t *testing.T) {
 // Owner compare's known gap: a holder frozen before its claim claims over the newer holder.
 // The resource accepts it; the checker counts it as the stale write it is.
 func TestCheckerOwnerCompareLateClaim(t *testing.T) {
-	c := newChecker(OwnerCompare)
-	a := c.open("lock:demo:x", 1, 0, "va", Pause, 0)
-	b := c.open("lock:demo:x", 2, 0, "vb", Pause, 0)
+	c, a, b := pausedPair(OwnerCompare, 0, 0)
 	c.claim(b)
 	if !c.claim(a) {
 		t.Fatal("owner compare refused a claim; this test is about the one it accepts")
