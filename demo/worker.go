@@ -199,7 +199,7 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 		}
 		c.checker.note(c.phaseAt(time.Now()), func(k *Counters) { k.ObtainErrors++ })
 		w.set(func(w *worker) { w.lastError = err.Error() })
-		return sleepCtx(c.ctx, time.Duration(retryPauseTTLs*float64(c.cfg.TTL)))
+		return sleepCtx(c.ctx, ttls(c.cfg.TTL, retryPauseTTLs))
 	}
 	wait := time.Since(start)
 	sec := c.checker.open(key, w.id, lock.Token(), lock.Value(), c.phaseAt(time.Now()), wait)
