@@ -111,7 +111,7 @@ func (s *redlockStore) setup(clients []redis.UniversalClient, cfg config) error 
 	s.events = cfg.events
 	s.eventQueue.clients = s.clients
 	s.health = make(instanceHealth, len(s.clients))
-	s.wake = newRedlockWakeups(s.clients)
+	s.wake = newRedlockWakeups(s.clients, s.quorum)
 	s.pending = map[string]*redlockAttempt{}
 	return nil
 }

@@ -565,3 +565,46 @@ func TestRedlockMiniredisCompatibility(t *testing.T) {
 		t.Fatalf("free again after the last release: %v", err)
 	}
 }
+
+// The instances delete a released lock in parallel, so the attempt woken by a release's first
+// copy can find the lock still held on some of them and fail. The quorum-th copy must wake
+// that waiter again (the flake this reproduces slept out the holder's 10 s TTL); further
+// copies, and copies of a release that woke another waiter, must not.
+func TestRedlockWakeupsQuorumCopyWakesAgain(t *testing.T) {
+	w := newRedlockWakeups(nil, 2)
+	w.started = true // no subscriptions: released is called directly
+	first, leaveFirst := w.subscribe("k")
+	second, leaveSecond := w.subscribe("k")
+	defer leaveSecond()
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	w.released("k", "v1")
+	if !woken(first) || woken(second) {
+		t.Fatal("the first copy must wake the longest waiter only")
+	}
+	w.released("k", "v1")
+	if !woken(first) {
+		t.Fatal("the quorum-th copy did not wake the waiter whose attempt failed")
+	}
+	w.released("k", "v1")
+	if woken(first) || woken(second) {
+		t.Fatal("a copy past the quorum woke a waiter")
+	}
+	// The first waiter got the lock and left: the next release wakes the second one, on its
+	// first copy and again on its quorum-th.
+	leaveFirst()
+	w.released("k", "v2")
+	if !woken(second) {
+		t.Fatal("the next release did not wake the remaining waiter")
+	}
+	w.released("k", "v2")
+	if !woken(second) {
+		t.Fatal("the quorum-th copy of v2 did not wake its waiter")
+	}
+}

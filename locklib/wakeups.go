@@ -274,19 +274,30 @@ func (h *wakeHub) close() error {
 
 // redlockWakeups multiplexes release messages to waiters: one subscription per instance per
 // Client, started with the first waiter, whatever the number of keys and waiters. A release
-// reaches this Client once per instance; only the first copy counts, and it wakes only the
-// longest-waiting local waiter of the key, so a release costs one attempt per Client instead
-// of a herd of them (each attempt is N round trips). The others keep their back-off polling.
+// reaches this Client once per instance, and wakes only the longest-waiting local waiter of
+// the key, so a release costs this Client one attempt (each is N round trips) instead of a
+// herd of them. The others keep their back-off polling. The first copy wakes the waiter at
+// once; but the instances delete in parallel, so that attempt can still find the lock on
+// some of them and fail. The quorum-th copy, when a quorum has let go, wakes the same waiter
+// once more if it is still waiting: without it the waiter would sleep out its back-off.
 type redlockWakeups struct {
 	clients []redis.UniversalClient
+	quorum  int
 
 	mu      sync.Mutex
 	started bool
 	closed  bool
 	subs    []*redis.PubSub
 	waiters map[string][]*redlockWaiter // by key, longest-waiting first
-	woken   map[string]string           // by key: the released value that last woke a waiter
+	woken   map[string]redlockRelease   // by key: the release that last woke a waiter
 	readers sync.WaitGroup
+}
+
+// redlockRelease counts the copies heard of one release, and whom its first copy woke.
+type redlockRelease struct {
+	value  string
+	copies int
+	woke   chan struct{}
 }
 
 // redlockWaiter is one waiting Obtain.
@@ -295,8 +306,8 @@ type redlockWaiter struct {
 	announced bool // its waiting event was published
 }
 
-func newRedlockWakeups(clients []redis.UniversalClient) *redlockWakeups {
-	return &redlockWakeups{clients: clients, waiters: map[string][]*redlockWaiter{}, woken: map[string]string{}}
+func newRedlockWakeups(clients []redis.UniversalClient, quorum int) *redlockWakeups {
+	return &redlockWakeups{clients: clients, quorum: quorum, waiters: map[string][]*redlockWaiter{}, woken: map[string]redlockRelease{}}
 }
 
 // subscribe registers a waiter for key. The signal channel holds at most one pending wake-up.
@@ -342,16 +353,26 @@ func (w *redlockWakeups) start() {
 	}
 }
 
-// released wakes the longest-waiting waiter of key, once per released value.
+// released wakes the longest-waiting waiter of key on a release's first copy, and again on
+// its quorum-th copy if that waiter still waits.
 func (w *redlockWakeups) released(key, value string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	waiters := w.waiters[key]
-	if len(waiters) == 0 || w.woken[key] == value {
+	if len(waiters) == 0 {
 		return
 	}
-	w.woken[key] = value
-	signal(waiters[0].signal)
+	r := w.woken[key]
+	if r.value != value {
+		w.woken[key] = redlockRelease{value: value, copies: 1, woke: waiters[0].signal}
+		signal(waiters[0].signal)
+		return
+	}
+	r.copies++
+	w.woken[key] = r
+	if r.copies == w.quorum && waiters[0].signal == r.woke {
+		signal(r.woke)
+	}
 }
 
 // startsWaiting reports whether the Obtain with this signal has just found key taken for the
