@@ -38,6 +38,7 @@ func TestServerScrapesAndAnswersQueries(t *testing.T) {
 	if _, err := s.Query(ctx, "promtest_probe[1m]"); err == nil || !strings.Contains(err.Error(), "matrix") {
 		t.Errorf("a range vector: %v, want an error naming the matrix result", err)
 	}
+	t.Run("CheckDashboardQueries", func(t *testing.T) { checkDashboardQueries(t, s) })
 }
 
 func TestPromtoolCheckMetrics(t *testing.T) {
@@ -50,5 +51,51 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	bad := "# HELP promtest_things Things.\n# TYPE promtest_things counter\npromtest_things 3\n"
 	if out, err := Promtool(t, []byte(bad), "check", "metrics"); err == nil || !strings.Contains(out, "_total") {
 		t.Errorf("a counter without _total: err %v, output %q", err, out)
+	}
+}
+
+// recorder is a testing.TB that keeps what a check reports instead of failing the test.
+type recorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) { r.errors = append(r.errors, fmt.Sprintf(format, args...)) }
+
+// checkDashboardQueries, on a server that scrapes the probe, reports a dashboard's unknown
+// metric names, refused queries and panels without data, and only those.
+func checkDashboardQueries(t *testing.T, s *Server) {
+	known := MetricNames([]byte(probeMetrics))
+	if !known["promtest_probe"] || len(known) != 1 {
+		t.Fatalf("MetricNames = %v", known)
+	}
+	panel := func(title string, exprs ...string) Panel {
+		p := Panel{Title: title}
+		for _, e := range exprs {
+			p.Targets = append(p.Targets, struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			}{"A", e})
+		}
+		return p
+	}
+	d := Dashboard{Panels: []Panel{
+		panel("good", `sum by (kind) (promtest_probe{job=~"$job"})`, `rate(promtest_probe[$__rate_interval])`),
+		panel("unknown name", `promtest_prob`),
+		panel("refused", `sum by (kind (promtest_probe)`),
+		panel("other prefix, not checked", `up{job="x"} +`),
+	}}
+	r := &recorder{TB: t}
+	if n := CheckDashboardQueries(r, s, d, "promtest_", known); n != 4 {
+		t.Errorf("checked %d queries, want 4", n)
+	}
+	want := []string{`"unknown name": promtest_prob is not a metric`, `"unknown name": no data`, `"refused": Prometheus refuses`, `"refused": no data`}
+	if len(r.errors) != len(want) {
+		t.Fatalf("reported %q, want %d errors", r.errors, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(r.errors[i], w) {
+			t.Errorf("error %d: %q, want it to say %q", i, r.errors[i], w)
+		}
 	}
 }
