@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
@@ -83,6 +84,10 @@ type Model struct {
 	// jumpLines and jumpsUnlogged count the fence-jump lines of the pass running, and the
 	// jumps past jumpLinesPerPass.
 	jumpLines, jumpsUnlogged int
+	// contention aggregates the census and the events by key group for the overview
+	// (contention.go); groups is its rule.
+	contention *contention
+	groups     keygroup.Rule
 
 	table    lockTable
 	status   statusBar
@@ -138,7 +143,12 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		status:      newStatusBar(o.Target, o.TargetLabel, readOnly),
 		redact:      o.Target.Redact,
 		events:      eventLog{open: true},
+		groups:      keygroup.Default,
 	}
+	if o.Group != nil {
+		m.groups = *o.Group
+	}
+	m.watchContention()
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
 	}
@@ -209,6 +219,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case tickMsg:
 		m.now = m.clock()
+		m.sampleContention()
 		return tea.Batch(tick(), m.focusCmd())
 	case scanMsg:
 		if msg.session != m.session {
@@ -352,6 +363,7 @@ func (m *Model) markLive() {
 // an event does not say which server's lock of its key it is about).
 func (m *Model) onEvent(ev protocol.Event) {
 	m.events.add(entryFromEvent(ev))
+	m.contention.observeEvent(ev, m.censusHolder)
 	switch {
 	case m.locks.byServer:
 	case ev.Waiters > 0:
