@@ -323,10 +323,10 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.status.heard(u.Addr, u.Clock)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
-		m.status.connErr = m.redact(errText(u.Err, u.Addr))
+		m.status.connErr = m.redact(u.ErrText())
 	case scanner.UpdateError:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
-		m.status.connErr = "scan failed: " + m.redact(errText(u.Err, u.Addr))
+		m.status.connErr = "scan failed: " + m.redact(u.ErrText())
 	}
 	return nil
 }
@@ -338,17 +338,6 @@ func (m *Model) warn(w string) {
 	if m.status.warn(w) {
 		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
-}
-
-func errText(err error, addr string) string {
-	s := "unknown error"
-	if err != nil {
-		s = err.Error()
-	}
-	if addr != "" {
-		s = addr + ": " + s
-	}
-	return s
 }
 
 // markLive records that the connection works (again).
