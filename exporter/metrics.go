@@ -14,6 +14,14 @@ import (
 // ttlBuckets are the upper bounds of lockscope_lock_ttl_seconds, in seconds.
 var ttlBuckets = [...]float64{1, 5, 15, 30, 60, 300, 900, 3600}
 
+// ttlBounds are ttlBuckets as durations: a scrape compares integers.
+var ttlBounds = func() (d [len(ttlBuckets)]time.Duration) {
+	for i, s := range ttlBuckets {
+		d[i] = time.Duration(s * float64(time.Second))
+	}
+	return d
+}()
+
 // groupStats are one group's aggregates at a scrape.
 type groupStats struct {
 	locks, noExpiry, stuck, waiters uint64
@@ -103,13 +111,12 @@ const skewTolerance = time.Second
 
 // bucketOf is the index of the first bucket whose bound holds d.
 func bucketOf(d time.Duration) int {
-	secs := d.Seconds()
-	for i, bound := range ttlBuckets {
-		if secs <= bound {
+	for i, bound := range ttlBounds {
+		if d <= bound {
 			return i
 		}
 	}
-	return len(ttlBuckets)
+	return len(ttlBounds)
 }
 
 // WriteMetrics writes every metric in the text exposition format. It reads no server: the
