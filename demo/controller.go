@@ -52,7 +52,21 @@ type Event struct {
 	Seq  uint64 // 1 for the run's first event, then counting up: what a reader has seen
 	At   time.Time
 	Text string
+	// Mark is what the event marks on the timeline of the lock Resource, for Worker (the
+	// console's detail view draws it); "" for an event about no lock's holder.
+	Mark     Mark
+	Worker   string // the worker's name (its node in lock values)
+	Resource string // the lock key
 }
+
+// Mark is a kind of moment in the life of a lock's holder.
+type Mark string
+
+const (
+	MarkCrash        Mark = "crash"         // the worker crashed holding the lock
+	MarkPause        Mark = "pause"         // the worker froze holding the lock
+	MarkStaleRefused Mark = "stale-refused" // the resource refused a late write of the worker
+)
 
 const keptEvents = 50
 
@@ -249,7 +263,7 @@ func (c *Controller) PauseWorker(id int) error {
 	}
 	w.inc.gate.set(gatePaused)
 	c.checker.note(c.phaseAt(time.Now()), func(k *Counters) { k.Pauses++ })
-	c.logEventLocked("%s paused%s", w.name, holdingNote(w))
+	c.logMarkLocked(MarkPause, w, heldResource(w), "%s paused%s", w.name, holdingNote(w))
 	return nil
 }
 
@@ -286,7 +300,7 @@ func (c *Controller) CrashWorker(id int) error {
 	inc.gate.set(gateDead)
 	restartIn := restartAfterTTLs * c.cfg.TTL
 	c.checker.note(c.phaseAt(time.Now()), func(k *Counters) { k.Crashes++ })
-	c.logEventLocked("%s crashed%s", w.name, holdingNote(w))
+	c.logMarkLocked(MarkCrash, w, heldResource(w), "%s crashed%s", w.name, holdingNote(w))
 	c.wg.Go(func() {
 		if sleepCtx(c.ctx, restartIn) {
 			c.restart(w)
@@ -312,6 +326,16 @@ func (c *Controller) restart(w *worker) {
 	c.wg.Go(func() { c.runWorker(w, inc) })
 }
 
+// heldResource is the key of the lock w holds, "" when none.
+func heldResource(w *worker) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state == Holding || w.state == Working {
+		return w.resource
+	}
+	return ""
+}
+
 // holdingNote is " holding <key>" when w holds a lock.
 func holdingNote(w *worker) string {
 	w.mu.Lock()
@@ -332,8 +356,28 @@ func (c *Controller) logEvent(format string, args ...any) {
 }
 
 func (c *Controller) logEventLocked(format string, args ...any) {
+	c.addEventLocked(Event{Text: fmt.Sprintf(format, args...)})
+}
+
+// logMark logs an event that marks w's holding of resource ("": w held nothing, no mark).
+func (c *Controller) logMark(mark Mark, w *worker, resource, format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.logMarkLocked(mark, w, resource, format, args...)
+}
+
+func (c *Controller) logMarkLocked(mark Mark, w *worker, resource, format string, args ...any) {
+	ev := Event{Text: fmt.Sprintf(format, args...)}
+	if resource != "" {
+		ev.Mark, ev.Worker, ev.Resource = mark, w.name, resource
+	}
+	c.addEventLocked(ev)
+}
+
+func (c *Controller) addEventLocked(ev Event) {
 	c.eventSeq++
-	c.events = append(c.events, Event{Seq: c.eventSeq, At: time.Now(), Text: fmt.Sprintf(format, args...)})
+	ev.Seq, ev.At = c.eventSeq, time.Now()
+	c.events = append(c.events, ev)
 	if len(c.events) > keptEvents {
 		c.events = append(c.events[:0], c.events[len(c.events)-keptEvents:]...)
 	}

@@ -76,7 +76,7 @@ func (c *Controller) crashBeforeExpire(w *worker, key string) {
 	if !c.crashArmed.CompareAndSwap(true, false) || c.CrashWorker(w.id) != nil {
 		return
 	}
-	c.logEvent("%s crashed between SETNX and EXPIRE of %s: the key has no TTL", w.name, key)
+	c.logMark(MarkCrash, w, key, "%s crashed between SETNX and EXPIRE of %s: the key has no TTL", w.name, key)
 }
 
 func ttls(ttl time.Duration, n float64) time.Duration { return time.Duration(n * float64(ttl)) }

@@ -344,7 +344,7 @@ func (c *Controller) crashedHolding(sec *section, lock heldLock) {
 
 func (c *Controller) staleWrite(w *worker, sec *section) {
 	w.set(func(w *worker) { w.stale++ })
-	c.logEvent("%s: late write to %s refused (%s)", w.name, sec.resource, c.staleReason(sec))
+	c.logMark(MarkStaleRefused, w, sec.resource, "%s: late write to %s refused (%s)", w.name, sec.resource, c.staleReason(sec))
 }
 
 func (c *Controller) staleReason(sec *section) string {

@@ -13,7 +13,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
-	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -236,60 +235,59 @@ func BenchmarkFenceJumpWindowMemory(b *testing.B) {
 	b.ReportMetric(float64(held)/n, "B/lock")
 }
 
-// BenchmarkContentionMillionLocks is a census pass of 1,000,000 locks through the console's
-// Update, in the scanner's batches of 5,000, with the contention overview's aggregator
-// ("contention") and without it ("console": the lock set's watch hook unset), side by side:
-// a re-read pass (every value as before: the steady state) and a pass where every lock has a
-// new holder (every record a hand-off), with the default rule and with a regex rule.
-func BenchmarkContentionMillionLocks(b *testing.B) {
+// BenchmarkCensusPassHistory is a whole scan pass of 1,000,000 locks through Update (batches
+// of 5,000, then the pass's end), with no lock's history recorded ("untracked": the console
+// before anyone looks at a lock; the history costs one length check) and with the cap of
+// keys tracked, spread over the census ("tracked-cap": each of their records observed).
+func BenchmarkCensusPassHistory(b *testing.B) {
 	const n, batchLen = 1_000_000, 5000
-	regex, err := keygroup.Parse(`regex:^lock:([a-z]+):`)
-	if err != nil {
-		b.Fatal(err)
+	all := millionLocks(n)
+	for _, bc := range []struct {
+		name    string
+		tracked int
+	}{{"untracked", 0}, {"tracked-cap", historyKeys}} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := loadedModel(b, n, viewQuery{sort: present.SortByTTL})
+			for i := range bc.tracked {
+				m.history.track(all[i*(n/bc.tracked)].Key, t0)
+			}
+			gen := uint64(1)
+			b.ReportAllocs()
+			for b.Loop() {
+				gen++
+				for start := 0; start < n; start += batchLen {
+					m.onScan(scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: all[start : start+batchLen]})
+				}
+				m.onScan(scanner.Update{Kind: scanner.UpdatePassDone, Gen: gen, Census: scanner.Census{FetchedAt: t0}})
+				m.building = false // the view build the pass asked for is not run
+			}
+			if len(m.history.keys) != bc.tracked {
+				b.Fatalf("%d keys tracked, want %d", len(m.history.keys), bc.tracked)
+			}
+		})
 	}
-	first := millionLocks(n)
-	next := millionLocks(n)
-	for i := range next {
-		next[i].Value += ":1" // a re-entrant form: another holder as far as the census knows
+}
+
+// BenchmarkCensusBatchHistory is one batch of 5,000 re-read records on a census of 1,000,000
+// locks: what the console did with it before the history ("census": the fence-jump check and
+// the set's update) and what the history adds with the cap of keys tracked ("history").
+func BenchmarkCensusBatchHistory(b *testing.B) {
+	const n, batchLen = 1_000_000, 5000
+	m := loadedModel(b, n, viewQuery{sort: present.SortByTTL})
+	all := millionLocks(n)
+	for i := range historyKeys {
+		m.history.track(all[i*(n/historyKeys)].Key, t0)
 	}
-	for _, pass := range []struct {
-		name  string
-		locks [][]scanner.Lock // the passes, in turn
-	}{{"reread", [][]scanner.Lock{first}}, {"newholders", [][]scanner.Lock{first, next}}} {
-		for _, bc := range []struct {
-			name string
-			rule *keygroup.Rule
-			on   bool
-		}{{"console", nil, false}, {"contention", nil, true}, {"contention-regex", &regex, true}} {
-			b.Run(pass.name+"/"+bc.name, func(b *testing.B) {
-				m := loadedModel(b, 0, viewQuery{sort: present.SortByTTL})
-				if bc.rule != nil {
-					m.groups = *bc.rule
-				}
-				m.watchContention()
-				if !bc.on {
-					m.locks.watch = nil
-				}
-				gen := uint64(1)
-				apply := func(locks []scanner.Lock) {
-					for start := 0; start < n; start += batchLen {
-						m.Update(scanMsg{update: scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: locks[start : start+batchLen]}})
-					}
-					gen++
-				}
-				apply(first)
-				m.building = false // the view builds asked for are not run
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					apply(pass.locks[i%len(pass.locks)])
-					m.building = false
-					i++
-				}
-				if m.locks.len() != n {
-					b.Fatalf("%d locks", m.locks.len())
-				}
-			})
+	batch := all[n/2 : n/2+batchLen] // holds one tracked key or two
+	b.Run("census", func(b *testing.B) {
+		for b.Loop() {
+			m.observeTokens(batch)
+			m.locks.apply(batch, 2)
 		}
-	}
+	})
+	b.Run("history", func(b *testing.B) {
+		for b.Loop() {
+			m.recordCensus(batch)
+		}
+	})
 }

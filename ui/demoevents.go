@@ -20,6 +20,7 @@ func (m *Model) logDemoEvents(events []demo.Event, logged *uint64, prefix string
 			continue
 		}
 		m.events.addInOrder(logEntry{at: ev.At, kind: kindDemo, text: prefix + ev.Text})
+		m.recordDemoMark(ev)
 		*logged = ev.Seq
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type detailPane struct {
 	// scanner.ValueCap is read only in part); sizeSeq tags the request in flight.
 	size    valueSize
 	sizeSeq uint64
+	// zoom is the time the timeline shows (timelineZooms); 0 until the zoom key is pressed:
+	// the default, a demo's short TTLs want a closer look than a service's.
+	zoom time.Duration
 }
 
 // valueSize is one key's value size as Redis reports it: STRLEN for a string, else
@@ -56,8 +60,8 @@ const sizeTimeout = 5 * time.Second
 // the line of the server holding the key where it is worth one ("master" of a Redis Cluster,
 // "server" of independent servers; "" for none). The TTL counts down on the local clock now,
 // the age on the server's (clocks), as in the table. jump explains a fence token that jumped
-// ("" when it did not).
-func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel, jump string, st styles) []string {
+// ("" when it did not). pictures are the lock's timeline and figures (timeline.go).
+func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel, jump string, pictures []string, st styles) []string {
 	if l == nil {
 		return []string{st.dim.Render("no lock selected")}
 	}
@@ -128,6 +132,9 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scan
 			name = "owners"
 		}
 		add(name, present.Owner(o))
+	}
+	if len(pictures) > 0 {
+		lines = append(append(append(lines, ""), pictures...), "")
 	}
 	add("size", d.sizeText(l))
 	addStyled("value", present.Value(l, 0)) // escaped by present.Value
@@ -200,7 +207,31 @@ func (m *Model) detailLines(width int) []string {
 			jump = j.text()
 		}
 	}
-	return m.detail.lines(l, width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, jump, m.st)
+	var pictures []string
+	if l != nil {
+		v := timelineView{now: m.now, span: m.timelineSpan(), width: width, st: m.st}
+		pictures = timelineLines(m.history.of(m.table.selKey), v)
+	}
+	return m.detail.lines(l, width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, jump, pictures, m.st)
+}
+
+// timelineSpan is the time the detail view's timeline shows: the zoom chosen, else 15 seconds
+// in a demo (TTLs of a few seconds) and a minute elsewhere.
+func (m *Model) timelineSpan() time.Duration {
+	switch {
+	case m.detail.zoom > 0:
+		return m.detail.zoom
+	case m.demo != nil:
+		return timelineZooms[0]
+	}
+	return timelineZooms[1]
+}
+
+// zoomTimeline shows the next span of time in timelineZooms, from the widest back to the
+// closest.
+func (m *Model) zoomTimeline() {
+	i := slices.Index(timelineZooms, m.timelineSpan())
+	m.detail.zoom = timelineZooms[(i+1)%len(timelineZooms)]
 }
 
 // openDetail shows the selected lock's details from the top; a value read only in part gets
@@ -208,6 +239,10 @@ func (m *Model) detailLines(width int) []string {
 func (m *Model) openDetail() tea.Cmd {
 	m.detail.open, m.detail.scroll = true, 0
 	l := m.selected()
+	if l != nil && m.history.of(m.table.selKey) == nil {
+		m.history.track(m.table.selKey, m.now) // not on screen long enough to be tracked yet
+		m.recordLock(m.table.selKey, l)
+	}
 	if l == nil || !l.Truncated {
 		return nil
 	}
@@ -278,6 +313,8 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.scrollDetail(-page)
 	case key.Matches(msg, k.PageDown):
 		m.scrollDetail(page)
+	case key.Matches(msg, k.Zoom):
+		m.zoomTimeline()
 	case key.Matches(msg, k.Top):
 		m.detail.scroll = 0
 	case key.Matches(msg, k.Bottom):

@@ -15,6 +15,7 @@ type keyMap struct {
 	Release, Extend, Audit key.Binding
 	CopyKey, CopyValue     key.Binding // OSC 52, from the table or the detail view
 	Command                key.Binding // the `:` command line (:context, :pattern)
+	Zoom                   key.Binding // the detail view's timeline: the time it shows
 	Complete               key.Binding // tab in the command line
 	// ReadOnlyHint is d or e in read-only mode, answered with why nothing happens (no help
 	// entry: the actions do not exist there).
@@ -50,6 +51,7 @@ func newKeyMap(readOnly bool) keyMap {
 		CopyKey:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy key")),
 		CopyValue:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "copy value")),
 		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "context/pattern")),
+		Zoom:        key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "zoom timeline")),
 		Complete:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
 		// In a dialog with a text input, left/right move in the text: only tab switches buttons.
 		SwitchButton: key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "switch button")),
@@ -91,7 +93,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 func (k keyMap) detailHelp() []key.Binding {
 	scroll := key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓ pgup/pgdn", "scroll"))
 	closeIt := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close"))
-	return []key.Binding{scroll, k.CopyKey, k.CopyValue, k.Release, k.Extend, closeIt, k.Quit}
+	return []key.Binding{scroll, k.Zoom, k.CopyKey, k.CopyValue, k.Release, k.Extend, closeIt, k.Quit}
 }
 
 // dialogHelp is the footer while a dialog is open.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
-	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
@@ -80,14 +79,11 @@ type Model struct {
 	syncLimit   int
 	passGen     uint64 // the newest complete scanner pass
 	waiters     map[string]int
-	fence       fenceJumps // which locks' fence tokens jumped (fencejump.go)
+	fence       fenceJumps  // which locks' fence tokens jumped (fencejump.go)
+	history     lockHistory // the recent past of the locks watched closely (history.go)
 	// jumpLines and jumpsUnlogged count the fence-jump lines of the pass running, and the
 	// jumps past jumpLinesPerPass.
 	jumpLines, jumpsUnlogged int
-	// contention aggregates the census and the events by key group for the overview
-	// (contention.go); groups is its rule.
-	contention *contention
-	groups     keygroup.Rule
 
 	table    lockTable
 	status   statusBar
@@ -140,15 +136,11 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		latestQuery: new(atomic.Uint64),
 		syncLimit:   syncViewLimit,
 		waiters:     map[string]int{},
+		history:     newLockHistory(),
 		status:      newStatusBar(o.Target, o.TargetLabel, readOnly),
 		redact:      o.Target.Redact,
 		events:      eventLog{open: true},
-		groups:      keygroup.Default,
 	}
-	if o.Group != nil {
-		m.groups = *o.Group
-	}
-	m.watchContention()
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
 	}
@@ -197,6 +189,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	if snap, ok := msg.(demoSnapshotMsg); ok && m.demo != nil {
 		m.logDemoEvents(snap.snap.Events, &m.demo.loggedSeq, "")
 		m.logDemoEvents(snap.naive.Events, &m.demo.loggedNaiveSeq, "naive run: ") // --compare
+		m.recordSections(snap.snap, snap.naive)
 	}
 	if _, isKey := msg.(tea.KeyPressMsg); m.demo != nil && !isKey {
 		// The demo pane's own messages (snapshots, results of its keys).
@@ -219,7 +212,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case tickMsg:
 		m.now = m.clock()
-		m.sampleContention()
+		m.trackOnScreen()
 		return tea.Batch(tick(), m.focusCmd())
 	case scanMsg:
 		if msg.session != m.session {
@@ -290,6 +283,7 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.now = m.clock() // never older than the records: a fresh TTL would show more than it has
 		m.markLive()
 		m.observeTokens(u.Locks)
+		m.recordCensus(u.Locks)
 		m.locks.apply(u.Locks, u.Gen)
 		return m.requestView()
 	case scanner.UpdatePassDone:
@@ -305,8 +299,9 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		// A partial pass (a server missing) proves nothing about the keys it did not see:
 		// keep them rather than show fewer locks than there are.
 		if len(u.Census.Missing) == 0 {
-			m.locks.prune(u.Gen, m.prunedRow)
+			m.locks.prune(u.Gen, m.rowGone)
 		}
+		m.history.prune(m.now)
 		m.fence.passDone(u.Gen, m.tokenOf)
 		m.jumpPassDone()
 		for k := range m.waiters {
@@ -323,10 +318,10 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.status.heard(u.Addr, u.Clock)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
-		m.status.connErr = m.redact(u.ErrText())
+		m.status.connErr = m.redact(errText(u.Err, u.Addr))
 	case scanner.UpdateError:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
-		m.status.connErr = "scan failed: " + m.redact(u.ErrText())
+		m.status.connErr = "scan failed: " + m.redact(errText(u.Err, u.Addr))
 	}
 	return nil
 }
@@ -338,6 +333,17 @@ func (m *Model) warn(w string) {
 	if m.status.warn(w) {
 		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
+}
+
+func errText(err error, addr string) string {
+	s := "unknown error"
+	if err != nil {
+		s = err.Error()
+	}
+	if addr != "" {
+		s = addr + ": " + s
+	}
+	return s
 }
 
 // markLive records that the connection works (again).
@@ -352,7 +358,7 @@ func (m *Model) markLive() {
 // an event does not say which server's lock of its key it is about).
 func (m *Model) onEvent(ev protocol.Event) {
 	m.events.add(entryFromEvent(ev))
-	m.contention.observeEvent(ev, m.censusHolder)
+	m.recordEvent(ev)
 	switch {
 	case m.locks.byServer:
 	case ev.Waiters > 0:

@@ -52,6 +52,14 @@ type styles struct {
 	noticeBad   lipgloss.Style
 	filter      lipgloss.Style
 
+	// The pictures of the detail view (timeline.go).
+	timelineHeld    lipgloss.Style // a holding in Redis
+	timelineSilent  lipgloss.Style // a crashed holder's lock, until it expires
+	timelineSection lipgloss.Style // a demo worker working without the lock
+	timelineOverlap lipgloss.Style // two holders at once: must catch the eye
+	timelineSpark   lipgloss.Style // sparklines and histograms
+	timelineMarks   map[markKind]lipgloss.Style
+
 	eventKind map[string]lipgloss.Style
 
 	help  help.Styles
@@ -108,6 +116,18 @@ func newStyles(profile colorprofile.Profile, isDark bool) styles {
 		notice:      lipgloss.NewStyle().Foreground(green),
 		noticeBad:   lipgloss.NewStyle().Bold(true).Foreground(red),
 		filter:      lipgloss.NewStyle().Foreground(accent),
+
+		timelineHeld:    lipgloss.NewStyle().Foreground(green),
+		timelineSilent:  lipgloss.NewStyle().Foreground(muted),
+		timelineSection: lipgloss.NewStyle().Foreground(yellow),
+		timelineOverlap: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("#ffffff")).Background(red),
+		timelineSpark:   lipgloss.NewStyle().Foreground(accent),
+		timelineMarks: map[markKind]lipgloss.Style{
+			markPause: lipgloss.NewStyle().Bold(true).Foreground(yellow),
+			markLost:  lipgloss.NewStyle().Bold(true).Foreground(red),
+			markCrash: lipgloss.NewStyle().Bold(true).Foreground(red),
+			markStale: lipgloss.NewStyle().Bold(true).Foreground(magenta),
+		},
 		eventKind: map[string]lipgloss.Style{
 			string(locklib.EventAcquired):    lipgloss.NewStyle().Foreground(green),
 			string(locklib.EventReleased):    lipgloss.NewStyle().Foreground(accent),
@@ -166,6 +186,13 @@ func monoStyles() styles {
 		noticeBad:   bold,
 		filter:      plain,
 		eventKind:   map[string]lipgloss.Style{},
+
+		timelineHeld:    plain,
+		timelineSilent:  plain,
+		timelineSection: plain,
+		timelineOverlap: rev.Bold(true),
+		timelineSpark:   plain,
+		timelineMarks:   map[markKind]lipgloss.Style{},
 		help: help.Styles{
 			Ellipsis: plain, ShortKey: bold, ShortDesc: plain, ShortSeparator: plain,
 			FullKey: bold, FullDesc: plain, FullSeparator: plain,
@@ -193,6 +220,14 @@ func (s styles) eventStyle(kind string) lipgloss.Style {
 		return st
 	}
 	return s.row
+}
+
+// timelineMark is the style of a mark on the timeline.
+func (s styles) timelineMark(kind markKind) lipgloss.Style {
+	if st, ok := s.timelineMarks[kind]; ok {
+		return st
+	}
+	return s.label.Bold(true)
 }
 
 // demoState is the style of a demo worker row by its state (demo.WorkerState): the pane's
