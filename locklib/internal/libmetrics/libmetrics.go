@@ -41,8 +41,8 @@ const (
 // Unit, which an OTel-to-Prometheus exporter turns into Prom again (seconds, _total).
 type Spec struct {
 	Prom, OTel, Unit, Help string
-	Label              string    // the label besides "name" ("" for none)
-	Buckets            []float64 // histograms: upper bounds in seconds
+	Label                  string    // the label besides "name" ("" for none)
+	Buckets                []float64 // histograms: upper bounds in seconds
 }
 
 // NameLabel is the label (attribute) that carries a lock's bounded name.
@@ -69,7 +69,7 @@ var Counters = [...]Spec{
 // Histograms are the histograms' specs, indexed by Histogram.
 var Histograms = [...]Spec{
 	AcquireWait: {Prom: "locklib_acquire_wait_seconds", OTel: "locklib.acquire.wait", Unit: "s",
-		Help: "Time from the start of Obtain or TryObtain until the lock was obtained.",
+		Help:    "Time from the start of Obtain or TryObtain until the lock was obtained.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}},
 	Hold: {Prom: "locklib_hold_seconds", OTel: "locklib.hold", Unit: "s",
 		Help:    "Time a lock was held: from obtained until released or lost, whichever came first.",
