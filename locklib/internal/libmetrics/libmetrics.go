@@ -157,21 +157,11 @@ func Record(s Sink, n *Namer, o locklib.Observation) {
 		s.Observe(AcquireWait, name, o.Wait)
 		s.Held(name, 1)
 	case locklib.EventNotObtained:
-		name := n.Name(o.Key)
-		reason := Reason(o.Err)
-		s.Count(NotObtained, name, reason)
-		if reason == "backend" {
-			s.Count(BackendErrors, name, "acquire")
-		}
+		outcome(s, NotObtained, n.Name(o.Key), o.Err, "acquire")
 	case locklib.EventRenewed:
 		s.Count(Renewals, n.Name(o.Key), "")
 	case locklib.EventRenewFailed:
-		name := n.Name(o.Key)
-		reason := Reason(o.Err)
-		s.Count(RenewalFailures, name, reason)
-		if reason == "backend" {
-			s.Count(BackendErrors, name, "renew")
-		}
+		outcome(s, RenewalFailures, n.Name(o.Key), o.Err, "renew")
 	case locklib.EventLost:
 		name := n.Name(o.Key)
 		s.Count(Lost, name, Reason(o.Err))
@@ -179,14 +169,19 @@ func Record(s Sink, n *Namer, o locklib.Observation) {
 		s.Held(name, -1)
 	case locklib.EventReleased:
 		name := n.Name(o.Key)
-		result := Reason(o.Err)
-		s.Count(Releases, name, result)
-		if result == "backend" {
-			s.Count(BackendErrors, name, "release")
-		}
+		outcome(s, Releases, name, o.Err, "release")
 		if !o.WasLost {
 			s.Observe(Hold, name, o.Hold)
 			s.Held(name, -1)
 		}
+	}
+}
+
+// outcome counts err's reason on c, and a backend error of op too when it is one.
+func outcome(s Sink, c Counter, name string, err error, op string) {
+	reason := Reason(err)
+	s.Count(c, name, reason)
+	if reason == "backend" {
+		s.Count(BackendErrors, name, op)
 	}
 }
