@@ -2,7 +2,7 @@
 GO       ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test short deps fmt-check tidy-check core-deps-check lint vet unit fuzz bench soak
+.PHONY: test short deps fmt-check tidy tidy-check core-deps-check lint vet unit fuzz bench soak
 
 # Every Go module of the repository: the root; the comparison benchmarks; locklib's
 # metrics and tracing adapters, modules of their own (as go-redis's extra/) so that an
@@ -25,9 +25,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# go.mod and go.sum of every module must be exactly what `go mod tidy` writes.
+# go.mod and go.sum of every module must be exactly what `go mod tidy` writes. The
+# modules under locklib/extra import the root module's packages (with replace), so a change
+# of those packages' imports can need `make tidy`, which tidies every module.
 tidy-check:
 	@$(call each,$(GO) mod tidy -diff)
+
+tidy:
+	@$(call each,$(GO) mod tidy)
 
 # The core module (locklib and all) must not depend on what only the adapters need.
 ADAPTER_DEPS := prometheus|opentelemetry
