@@ -102,6 +102,13 @@ func waitLost(t *testing.T, l *locklib.Lock) {
 	}
 }
 
+// waitCounted waits until name{labels} is 1: Lost() closes just before the lost Observation
+// is made.
+func waitCounted(t *testing.T, reg *prometheus.Registry, name string, labels ...string) {
+	t.Helper()
+	redistest.Eventually(t, fmt.Sprintf("%s%v = 1", name, labels), func() bool { return value(t, reg, name, labels...) == 1 })
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -166,13 +173,14 @@ func TestHeldReturnsToZero(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitLost(t, l)
+		waitCounted(t, reg, "locklib_lost_total", "name=expiring", "reason=validity_passed")
 		expect(t, reg, 0, "locklib_held")
-		expect(t, reg, 1, "locklib_lost_total", "name=expiring", "reason=validity_passed")
-		if err := l.Release(ctx); !errors.Is(err, locklib.ErrNotHeld) {
-			t.Fatalf("Release = %v, want ErrNotHeld", err)
+		// The key itself may outlive the local validity by a little: either answer is right.
+		if err := l.Release(ctx); err != nil && !errors.Is(err, locklib.ErrNotHeld) {
+			t.Fatalf("Release = %v, want nil or ErrNotHeld", err)
 		}
 		expect(t, reg, 0, "locklib_held")
-		expect(t, reg, 1, "locklib_releases_total", "result=not_held")
+		expect(t, reg, 1, "locklib_releases_total")
 		expect(t, reg, 1, "locklib_hold_seconds") // once: at lost
 	})
 
@@ -218,8 +226,8 @@ func TestHeldReturnsToZero(t *testing.T) {
 		}
 		rdb.Set(ctx, "lock:stolen:1", "someone else", time.Minute)
 		waitLost(t, l)
+		waitCounted(t, reg, "locklib_lost_total", "name=stolen", "reason=not_held")
 		expect(t, reg, 1, "locklib_renewal_failures_total", "name=stolen", "reason=not_held")
-		expect(t, reg, 1, "locklib_lost_total", "name=stolen", "reason=not_held")
 		expect(t, reg, 0, "locklib_held")
 		_ = l.Release(ctx)
 		expect(t, reg, 0, "locklib_held")
