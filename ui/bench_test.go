@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -290,4 +291,62 @@ func BenchmarkCensusBatchHistory(b *testing.B) {
 			m.recordCensus(batch)
 		}
 	})
+}
+
+// BenchmarkContentionMillionLocks is a census pass of 1,000,000 locks through the console's
+// Update, in the scanner's batches of 5,000, with the contention overview's aggregator
+// ("contention") and without it ("console": the lock set's watch hook unset), side by side:
+// a re-read pass (every value as before: the steady state) and a pass where every lock has a
+// new holder (every record a hand-off), with the default rule and with a regex rule.
+func BenchmarkContentionMillionLocks(b *testing.B) {
+	const n, batchLen = 1_000_000, 5000
+	regex, err := keygroup.Parse(`regex:^lock:([a-z]+):`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	first := millionLocks(n)
+	next := millionLocks(n)
+	for i := range next {
+		next[i].Value += ":1" // a re-entrant form: another holder as far as the census knows
+	}
+	for _, pass := range []struct {
+		name  string
+		locks [][]scanner.Lock // the passes, in turn
+	}{{"reread", [][]scanner.Lock{first}}, {"newholders", [][]scanner.Lock{first, next}}} {
+		for _, bc := range []struct {
+			name string
+			rule *keygroup.Rule
+			on   bool
+		}{{"console", nil, false}, {"contention", nil, true}, {"contention-regex", &regex, true}} {
+			b.Run(pass.name+"/"+bc.name, func(b *testing.B) {
+				m := loadedModel(b, 0, viewQuery{sort: present.SortByTTL})
+				if bc.rule != nil {
+					m.groups = *bc.rule
+				}
+				m.watchContention()
+				if !bc.on {
+					m.locks.watch = nil
+				}
+				gen := uint64(1)
+				apply := func(locks []scanner.Lock) {
+					for start := 0; start < n; start += batchLen {
+						m.Update(scanMsg{update: scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: locks[start : start+batchLen]}})
+					}
+					gen++
+				}
+				apply(first)
+				m.building = false // the view builds asked for are not run
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					apply(pass.locks[i%len(pass.locks)])
+					m.building = false
+					i++
+				}
+				if m.locks.len() != n {
+					b.Fatalf("%d locks", m.locks.len())
+				}
+			})
+		}
+	}
 }

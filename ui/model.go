@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
@@ -84,6 +85,10 @@ type Model struct {
 	// jumpLines and jumpsUnlogged count the fence-jump lines of the pass running, and the
 	// jumps past jumpLinesPerPass.
 	jumpLines, jumpsUnlogged int
+	// contention aggregates the census and the events by key group for the overview
+	// (contention.go); groups is its rule.
+	contention *contention
+	groups     keygroup.Rule
 
 	table    lockTable
 	status   statusBar
@@ -140,7 +145,12 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		status:      newStatusBar(o.Target, o.TargetLabel, readOnly),
 		redact:      o.Target.Redact,
 		events:      eventLog{open: true},
+		groups:      keygroup.Default,
 	}
+	if o.Group != nil {
+		m.groups = *o.Group
+	}
+	m.watchContention()
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
 	}
@@ -213,6 +223,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		m.now = m.clock()
 		m.trackOnScreen()
+		m.sampleContention()
 		return tea.Batch(tick(), m.focusCmd())
 	case scanMsg:
 		if msg.session != m.session {
@@ -318,10 +329,10 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.status.heard(u.Addr, u.Clock)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
-		m.status.connErr = m.redact(errText(u.Err, u.Addr))
+		m.status.connErr = m.redact(u.ErrText())
 	case scanner.UpdateError:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
-		m.status.connErr = "scan failed: " + m.redact(errText(u.Err, u.Addr))
+		m.status.connErr = "scan failed: " + m.redact(u.ErrText())
 	}
 	return nil
 }
@@ -333,17 +344,6 @@ func (m *Model) warn(w string) {
 	if m.status.warn(w) {
 		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
-}
-
-func errText(err error, addr string) string {
-	s := "unknown error"
-	if err != nil {
-		s = err.Error()
-	}
-	if addr != "" {
-		s = addr + ": " + s
-	}
-	return s
 }
 
 // markLive records that the connection works (again).
@@ -359,6 +359,7 @@ func (m *Model) markLive() {
 func (m *Model) onEvent(ev protocol.Event) {
 	m.events.add(entryFromEvent(ev))
 	m.recordEvent(ev)
+	m.contention.observeEvent(ev, m.censusHolder)
 	switch {
 	case m.locks.byServer:
 	case ev.Waiters > 0:

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lockscope/lockscope/exporter"
+	"github.com/lockscope/lockscope/keygroup"
+	"github.com/spf13/cobra"
+)
+
+// exporterOptions is `lockscope exporter`.
+type exporterOptions struct {
+	IO           IOStreams
+	Conn         connection
+	Listen       string        // host:port of the HTTP server
+	Group        string        // keygroup.Parse's rule
+	MaxGroups    int           // distinct group labels before _other
+	CensusMaxAge time.Duration // /healthz fails when the last complete pass is older
+}
+
+// defaultListen is the exporter's address unless --listen says otherwise: loopback only, a
+// port of its own (docs/exporter.md).
+const defaultListen = "127.0.0.1:9838"
+
+// shutdownGrace is how long a shutdown waits for scrapes in flight.
+const shutdownGrace = 5 * time.Second
+
+func newExporterCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
+	opts := &exporterOptions{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "exporter",
+		Short: "Serve the live census as Prometheus metrics (/metrics, /healthz)",
+		Long: "Serve the live census as Prometheus metrics: locks, locks without expiry, stuck locks, oldest age, waiters and\n" +
+			"the TTL distribution per key group, and the census's and servers' health. It follows the census as the console\n" +
+			"does, so a scrape never starts a SCAN. Read-only: it never writes to Redis. Stops on SIGINT or SIGTERM.\n" +
+			"docs/exporter.md lists the metrics.",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Conn = connectionFlags(cmd, getenv)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runExporter(ctx, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Listen, "listen", defaultListen, "host:port to serve /metrics and /healthz on")
+	f.StringVar(&opts.Group, "group", keygroup.Default.String(), "key group rule of the group label: segment:N (the Nth ':'-separated part),\n"+
+		"prefix:P1,P2,... (the longest listed prefix) or regex:RE (its first capture group)")
+	f.IntVar(&opts.MaxGroups, "max-groups", exporter.DefaultMaxGroups, "distinct group labels at most; later new groups count as group=\"_other\"")
+	f.DurationVar(&opts.CensusMaxAge, "census-max-age", exporter.DefaultCensusMaxAge, "/healthz fails when the last complete census pass ended longer ago")
+	return cmd
+}
+
+// maxGroupsLimit bounds --max-groups: every group is a dozen series.
+const maxGroupsLimit = 10000
+
+func runExporter(ctx context.Context, opts *exporterOptions) error {
+	rule, err := keygroup.Parse(opts.Group)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("--group: %w", err))
+	}
+	if opts.MaxGroups < 1 || opts.MaxGroups > maxGroupsLimit {
+		return withExit(exitUsage, fmt.Errorf("--max-groups %d: want 1 to %d", opts.MaxGroups, maxGroupsLimit))
+	}
+	if opts.CensusMaxAge <= 0 {
+		return withExit(exitUsage, fmt.Errorf("--census-max-age %v: want a duration above 0", opts.CensusMaxAge))
+	}
+	if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
+		return withExit(exitUsage, fmt.Errorf("--listen %q: want host:port (%w)", opts.Listen, err))
+	}
+	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", opts.Listen, err)
+	}
+	exp := exporter.New(t, exporter.Options{Rule: rule, MaxGroups: opts.MaxGroups, StuckAfter: opts.Conn.StuckAfter,
+		CensusMaxAge: opts.CensusMaxAge, Version: buildVersion(),
+		Log: func(msg string) { printf(opts.IO.ErrOut, "lockscope: exporter: %s\n", msg) }})
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		exp.Follow(opts.Conn.scanner(t).Watch(watchCtx))
+	}()
+	srv := &http.Server{Handler: exp.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	printf(opts.IO.ErrOut, "lockscope: exporter: serving http://%s/metrics and /healthz for %s\n", ln.Addr(), t.Label())
+
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-served: // the listener failed: stop the rest
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if shutErr := srv.Shutdown(shutdownCtx); err == nil && shutErr != nil {
+		err = shutErr
+	}
+	stopWatch()
+	<-followed // the Watch closes its channel once its goroutines have ended
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
