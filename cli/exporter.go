@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -91,11 +92,15 @@ func runExporter(ctx context.Context, opts *exporterOptions) error {
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		exp.Follow(opts.Conn.scanner(t).Watch(watchCtx))
-	}()
+	var following sync.WaitGroup
+	following.Go(func() { exp.Follow(opts.Conn.scanner(t).Watch(watchCtx)) })
+	// Through Sentinel the census reads the master of the moment, but names the servers by
+	// the master last heard of: hear of every failover (a no-op on other targets).
+	following.Go(func() {
+		for sw := range t.FollowMaster(watchCtx) {
+			printf(opts.IO.ErrOut, "lockscope: exporter: the master moved from %s to %s\n", sw.From, sw.To)
+		}
+	})
 	srv := &http.Server{Handler: exp.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -112,7 +117,7 @@ func runExporter(ctx context.Context, opts *exporterOptions) error {
 		err = shutErr
 	}
 	stopWatch()
-	<-followed // the Watch closes its channel once its goroutines have ended
+	following.Wait() // the Watch closes its channel once its goroutines have ended
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
 	}

@@ -412,3 +412,34 @@ func TestExporterSIGTERM(t *testing.T) {
 		t.Fatalf("no exit 10 s after SIGTERM:\n%s", stderr.String())
 	}
 }
+
+// TestExporterSentinel: through Sentinel the server is the master of the moment: after a
+// failover the promoted replica is up and the old master has left the metrics and /healthz.
+func TestExporterSentinel(t *testing.T) {
+	redistest.Slow(t)
+	rs := redistest.StartReplicated(t, 1, 1)
+	old, err := rs.Master()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Client().Set(context.Background(), "lock:s:1", locklibValue(time.Now()), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := startExporter(t, "--redis", redisURL(rs.SentinelAddrs[0]), "--sentinel-master", redistest.MasterName)
+	up := func(addr string) string { return `lockscope_server_up{server="` + addr + `",role="master"}` }
+	r.waitMetrics(t, "the master up", map[string]float64{
+		up(old.Addr): 1,
+		`lockscope_locks{group="s",format="lockscope"}`:                     1,
+		`lockscope_exporter_info{version="(devel)",target_kind="sentinel"}`: 1,
+	})
+	promoted, err := rs.Failover(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitMetrics(t, "the promoted replica up, the old master gone", map[string]float64{
+		up(promoted.Addr): 1,
+		up(old.Addr):      noSeries,
+		`lockscope_locks{group="s",format="lockscope"}`: 1,
+	})
+	r.waitHealth(t, http.StatusOK, "ok")
+}

@@ -50,10 +50,15 @@ type Exporter struct {
 	redact func(string) string
 	start  time.Time
 
-	mu      sync.Mutex
-	census  *census
-	clocks  scanner.Clocks
-	servers map[string]*serverState
+	mu     sync.Mutex
+	census *census
+	clocks scanner.Clocks
+	// servers are the target's servers now, by address, with their last heartbeat answer
+	// (zero: none yet). A cluster master leaves when the scanner says it is no longer one
+	// (forgotten: only its heartbeat brings it back, not a stale list of followed servers).
+	servers   map[string]time.Time
+	forgotten map[string]bool
+	errors    map[string]uint64 // by every address a failure was counted against
 	passGen uint64 // the newest pass that ended
 	passes  uint64
 	// lastComplete is when the last pass that read every server ended; lastDuration and
@@ -63,12 +68,6 @@ type Exporter struct {
 	partial      bool
 	failed       string // why the last pass failed, "" once a later one ends
 	logged       map[string]bool
-}
-
-// serverState is one server of the target: its last heartbeat answer and its errors.
-type serverState struct {
-	answered time.Time
-	errors   uint64
 }
 
 // New is an Exporter of target's census.
@@ -90,13 +89,14 @@ func New(target connect.Target, opts Options) *Exporter {
 	}
 	e := &Exporter{opts: opts, mode: target.Mode, role: role(target.Mode), redact: target.Redact, start: opts.Now(),
 		census: newCensus(opts.Rule, min(opts.MaxGroups, maxGroups), target.Mode == connect.Independent),
-		clocks: scanner.Clocks{}, servers: map[string]*serverState{}, logged: map[string]bool{}}
+		clocks: scanner.Clocks{}, servers: map[string]time.Time{}, forgotten: map[string]bool{}, errors: map[string]uint64{},
+		logged: map[string]bool{}}
 	// A cluster's masters are learnt from the stream; the other targets' servers are known
 	// now, and one that never answers must show as down.
 	if target.Mode != connect.Cluster {
 		for i := range target.Addrs {
 			if addr := target.ServerAddr(i); addr != "" {
-				e.server(addr)
+				e.servers[addr] = time.Time{}
 			}
 		}
 	}
@@ -142,16 +142,20 @@ func (e *Exporter) Apply(u scanner.Update) {
 		e.log("warning: " + u.Warning)
 	case scanner.UpdateFollowing:
 		for _, sf := range u.Following.Servers {
-			e.server(sf.Addr)
+			if _, known := e.servers[sf.Addr]; !known && !e.forgotten[sf.Addr] {
+				e.servers[sf.Addr] = time.Time{}
+			}
 		}
 	case scanner.UpdateClock:
 		if u.Clock.Answered.IsZero() { // no longer a server of the target
 			delete(e.servers, u.Addr)
 			delete(e.clocks, u.Addr)
+			e.forgotten[u.Addr] = true
 			return
 		}
-		e.server(u.Addr).answered = u.Clock.Answered
+		e.servers[u.Addr] = u.Clock.Answered
 		e.clocks[u.Addr] = u.Clock
+		delete(e.forgotten, u.Addr)
 	}
 }
 
@@ -163,7 +167,7 @@ func (e *Exporter) passDone(gen uint64, c scanner.Census) {
 	e.passes++
 	e.lastDuration, e.partial, e.failed = c.Duration, len(c.Missing) > 0, ""
 	for _, addr := range c.Missing {
-		e.server(addr).errors++
+		e.errors[addr]++
 	}
 	for _, w := range c.Warnings {
 		e.log("warning: " + w)
@@ -179,22 +183,12 @@ func (e *Exporter) passDone(gen uint64, c scanner.Census) {
 // failure names none (the pass as a whole failed).
 func (e *Exporter) countError(addr string) {
 	if addr != "" {
-		e.server(addr).errors++
+		e.errors[addr]++
 		return
 	}
-	for _, s := range e.servers {
-		s.errors++
+	for addr := range e.servers {
+		e.errors[addr]++
 	}
-}
-
-// server is addr's state, made when it is new.
-func (e *Exporter) server(addr string) *serverState {
-	s := e.servers[addr]
-	if s == nil {
-		s = &serverState{}
-		e.servers[addr] = s
-	}
-	return s
 }
 
 // ahead is how far l's server clock is ahead of the local clock: a stamp in l's value is on
@@ -229,7 +223,7 @@ func (e *Exporter) Health() (ok bool, reason string) {
 	}
 	slices.Sort(addrs)
 	for _, addr := range addrs {
-		heard := e.servers[addr].answered
+		heard := e.servers[addr]
 		if heard.IsZero() {
 			heard = e.start
 		}

@@ -306,3 +306,47 @@ func TestIndependentServersKeepTheirOwnLocks(t *testing.T) {
 	e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{la}})
 	want(t, scrape(t, e), map[string]float64{`lockscope_locks{group="x",format="opaque"}`: 1})
 }
+
+// TestClusterMasterDemoted: a master the scanner forgets (demoted by a failover) leaves
+// server_up and /healthz, even though the list of followed servers still names it and a late
+// pass counts an error against it; its promoted replica comes in with its heartbeat.
+func TestClusterMasterDemoted(t *testing.T) {
+	e, clk := newTest(t, connect.Target{Mode: connect.Cluster, Addrs: []string{"seed:7000"}}, Options{})
+	heard := func(addrs ...string) {
+		for _, a := range addrs {
+			e.Apply(scanner.Update{Kind: scanner.UpdateClock, Addr: a, Clock: scanner.ServerClock{Addr: a, Answered: clk.at}})
+		}
+	}
+	following := func(addrs ...string) {
+		var f scanner.Following
+		for _, a := range addrs {
+			f.Servers = append(f.Servers, scanner.ServerFollow{Addr: a})
+		}
+		e.Apply(scanner.Update{Kind: scanner.UpdateFollowing, Following: f})
+	}
+	following("m1:7000", "m2:7000")
+	heard("m1:7000", "m2:7000")
+	e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: 1})
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_server_up{server="seed:7000",role="master"}`: absent, // a seed is not a master
+		`lockscope_server_up{server="m1:7000",role="master"}`:   1,
+		`lockscope_server_up{server="m2:7000",role="master"}`:   1,
+	})
+
+	clk.at = clk.at.Add(10 * time.Second)
+	e.Apply(scanner.Update{Kind: scanner.UpdateClock, Addr: "m1:7000"}) // demoted
+	following("m1:7000", "m2:7000", "r1:7000")                          // the watch's list keeps it
+	heard("m2:7000", "r1:7000")
+	e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: 2, Census: scanner.Census{Missing: []string{"m1:7000"}}})
+	e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: 3})
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_server_up{server="m1:7000",role="master"}`: absent,
+		`lockscope_server_up{server="r1:7000",role="master"}`: 1,
+		`lockscope_census_errors_total{server="m1:7000"}`:     1,
+		`lockscope_census_errors_total{server="r1:7000"}`:     0,
+		`lockscope_census_errors_total{server="seed:7000"}`:   absent,
+	})
+	if ok, reason := e.Health(); !ok {
+		t.Errorf("Health() = %v, %q after the failover, want ok", ok, reason)
+	}
+}

@@ -37,7 +37,8 @@ type snapshot struct {
 	stats     []groupStats
 	formats   []scanner.Format
 	byFormat  []uint64 // [group*len(formats)+format]
-	servers   []serverSnap
+	servers   []serverSnap // the target's servers now
+	errors    []serverSnap // every server a failure was counted against, and those
 	folded    int
 	passes    uint64
 	duration  time.Duration
@@ -55,6 +56,8 @@ type serverSnap struct {
 	up     bool
 	errors uint64
 }
+
+func byAddr(a, b serverSnap) int { return strings.Compare(a.addr, b.addr) }
 
 // take aggregates the census at now: one walk of the entries.
 func (e *Exporter) take(now time.Time) snapshot {
@@ -92,14 +95,21 @@ func (e *Exporter) take(now time.Time) snapshot {
 		}
 	}
 	up := 0
-	for addr, srv := range e.servers {
-		alive := !srv.answered.IsZero() && now.Sub(srv.answered) <= silentAfter
+	for addr, answered := range e.servers {
+		alive := !answered.IsZero() && now.Sub(answered) <= silentAfter
 		if alive {
 			up++
 		}
-		s.servers = append(s.servers, serverSnap{addr: addr, up: alive, errors: srv.errors})
+		s.servers = append(s.servers, serverSnap{addr: addr, up: alive})
+		if _, counted := e.errors[addr]; !counted {
+			s.errors = append(s.errors, serverSnap{addr: addr})
+		}
 	}
-	slices.SortFunc(s.servers, func(a, b serverSnap) int { return strings.Compare(a.addr, b.addr) })
+	for addr, n := range e.errors {
+		s.errors = append(s.errors, serverSnap{addr: addr, errors: n})
+	}
+	slices.SortFunc(s.servers, byAddr)
+	slices.SortFunc(s.errors, byAddr)
 	s.quorum = up >= len(e.servers)/2+1
 	s.collected = e.opts.Now().Sub(now)
 	return s
@@ -201,7 +211,7 @@ func (s *snapshot) writeCensus(x *expfmt) {
 	x.family("lockscope_census_duration_seconds", "gauge", "Wall time of the last census pass that ended (all servers together).")
 	x.sample("lockscope_census_duration_seconds", s.duration.Seconds())
 	x.family("lockscope_census_errors_total", "counter", "Failed census steps by server: retried SCAN calls or reads, failed passes, servers a pass missed.")
-	for _, srv := range s.servers {
+	for _, srv := range s.errors {
 		x.sample("lockscope_census_errors_total", float64(srv.errors), label{"server", srv.addr})
 	}
 	x.family("lockscope_census_last_success_timestamp_seconds", "gauge", "Unix time the last complete census pass (every server read) ended; 0 before the first.")
