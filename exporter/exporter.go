@@ -59,8 +59,8 @@ type Exporter struct {
 	servers   map[string]time.Time
 	forgotten map[string]bool
 	errors    map[string]uint64 // by every address a failure was counted against
-	passGen uint64 // the newest pass that ended
-	passes  uint64
+	passGen   uint64            // the newest pass that ended
+	passes    uint64
 	// lastComplete is when the last pass that read every server ended; lastDuration and
 	// partial describe the last pass that ended at all.
 	lastComplete time.Time

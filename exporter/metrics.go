@@ -36,7 +36,7 @@ type snapshot struct {
 	groups    []string
 	stats     []groupStats
 	formats   []scanner.Format
-	byFormat  []uint64 // [group*len(formats)+format]
+	byFormat  []uint64     // [group*len(formats)+format]
 	servers   []serverSnap // the target's servers now
 	errors    []serverSnap // every server a failure was counted against, and those
 	folded    int
