@@ -443,3 +443,33 @@ func TestExporterSentinel(t *testing.T) {
 	})
 	r.waitHealth(t, http.StatusOK, "ok")
 }
+
+// TestExporterCardinalityBounded: 100,000 locks on a real server, each in a would-be group of
+// its own, make at most --max-groups group labels plus _other.
+func TestExporterCardinalityBounded(t *testing.T) {
+	const n, maxGroups = 100_000, 100
+	srv := redistest.Start(t)
+	c := srv.Client()
+	ctx := context.Background()
+	for start := 0; start < n; start += 5000 {
+		pipe := c.Pipeline()
+		for i := start; i < start+5000; i++ {
+			pipe.Set(ctx, fmt.Sprintf("lock:g%06d:1", i), "token", time.Hour)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startExporter(t, "--redis", redisURL(srv.Addr), "--max-groups", fmt.Sprint(maxGroups))
+	got := r.waitMetrics(t, "every lock counted", map[string]float64{
+		`lockscope_exporter_groups_folded`:                n - maxGroups,
+		`lockscope_locks{group="_other",format="opaque"}`: n - maxGroups,
+	})
+	if groups := got.Groups(); len(groups) != maxGroups+1 {
+		t.Errorf("%d distinct group labels, want %d", len(groups), maxGroups+1)
+	}
+	// Per group: locks (one format here), no_expiry, stuck, waiters, 9 buckets, sum, count.
+	if limit := (maxGroups+1)*15 + 20; len(got) > limit {
+		t.Errorf("%d series, want at most %d", len(got), limit)
+	}
+}
