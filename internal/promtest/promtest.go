@@ -64,6 +64,9 @@ type Server struct {
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// http's connections are closed with the server: no keep-alive goroutine outlives the
+	// test (goleak).
+	http *http.Client
 }
 
 // Job is the job label of the targets in Config.Targets.
@@ -86,7 +89,8 @@ func Start(tb testing.TB, cfg Config) *Server {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		s := &Server{tb: tb, dir: dir, URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		s := &Server{tb: tb, dir: dir, URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			http: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
 		if lastErr = s.launch(bin, confPath, port); lastErr == nil {
 			tb.Cleanup(s.stop)
 			return s
@@ -164,7 +168,7 @@ func (s *Server) launch(bin, confPath string, port int) error {
 			return fmt.Errorf("prometheus on port %d exited at start: %s", port, tail(log))
 		default:
 		}
-		if resp, err := http.Get(s.URL + "/-/ready"); err == nil {
+		if resp, err := s.http.Get(s.URL + "/-/ready"); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -184,6 +188,7 @@ func (s *Server) stop() {
 		_ = s.cmd.Process.Signal(syscall.SIGKILL)
 		<-s.done
 	}
+	s.http.CloseIdleConnections()
 }
 
 func tail(b []byte) string {
@@ -213,7 +218,7 @@ func (s *Server) Query(ctx context.Context, expr string) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return nil, err
 	}
