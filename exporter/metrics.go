@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -232,7 +234,8 @@ func (s *snapshot) writeCensus(x *expfmt) {
 		x.family("lockscope_redlock_quorum", "gauge", "1 when a quorum (N/2+1) of the Redlock instances is up.")
 		x.sample("lockscope_redlock_quorum", boolValue(s.quorum))
 	}
-	x.family("lockscope_exporter_groups_folded", "gauge", "Distinct key groups folded into group=\"_other\" since the start (--max-groups reached).")
+	x.family("lockscope_exporter_groups_folded", "gauge", "Distinct key groups folded into group=\"_other\" since the start (--max-groups reached); counts up to "+
+		strconv.Itoa(keygroup.MaxFoldedCounted)+".")
 	x.sample("lockscope_exporter_groups_folded", float64(s.folded))
 	x.family("lockscope_exporter_scrape_collect_seconds", "gauge", "Time this scrape took to aggregate the census (no Redis call).")
 	x.sample("lockscope_exporter_scrape_collect_seconds", s.collected.Seconds())
