@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/exporter"
-	"github.com/lockscope/lockscope/keygroup"
 	"github.com/spf13/cobra"
 )
 
@@ -53,8 +52,7 @@ func newExporterCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Listen, "listen", defaultListen, "host:port to serve /metrics and /healthz on")
-	f.StringVar(&opts.Group, "group", keygroup.Default.String(), "key group rule of the group label: segment:N (the Nth ':'-separated part),\n"+
-		"prefix:P1,P2,... (the longest listed prefix) or regex:RE (its first capture group)")
+	addGroupFlag(f, &opts.Group, "the group label")
 	f.IntVar(&opts.MaxGroups, "max-groups", exporter.DefaultMaxGroups, "distinct group labels at most; later new groups count as group=\"_other\"")
 	f.DurationVar(&opts.CensusMaxAge, "census-max-age", exporter.DefaultCensusMaxAge, "/healthz fails when the last complete census pass ended longer ago")
 	return cmd
@@ -64,9 +62,9 @@ func newExporterCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 const maxGroupsLimit = 10000
 
 func runExporter(ctx context.Context, opts *exporterOptions) error {
-	rule, err := keygroup.Parse(opts.Group)
+	rule, err := groupRule(opts.Group)
 	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("--group: %w", err))
+		return err
 	}
 	if opts.MaxGroups < 1 || opts.MaxGroups > maxGroupsLimit {
 		return withExit(exitUsage, fmt.Errorf("--max-groups %d: want 1 to %d", opts.MaxGroups, maxGroupsLimit))

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
@@ -20,7 +21,7 @@ import (
 func emptyModel(t testing.TB, opts ...modelOpt) (*Model, *fakeClock) {
 	t.Helper()
 	clk := &fakeClock{t: t0}
-	o := Options{Target: testTarget, Now: clk.now}
+	o := Options{Target: testTarget, Now: clk.now, Admin: actions.New(testTarget, actions.Options{Operator: "tester"})}
 	for _, f := range opts {
 		f(&o)
 	}

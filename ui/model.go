@@ -94,6 +94,7 @@ type Model struct {
 	status   statusBar
 	filter   filterInput
 	detail   detailPane
+	overview overviewPane
 	events   eventLog
 	audit    auditView
 	dialog   *confirmDialog
@@ -458,10 +459,11 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
-// viewBuild is what a view build needs now: the servers' clocks as last heard, and the set's
-// identity of a row.
+// viewBuild is what a view build needs now: the servers' clocks as last heard, the set's
+// identity of a row, and the overview's groups.
 func (m *Model) viewBuild() viewBuild {
-	return viewBuild{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter, byServer: m.locks.byServer}
+	return viewBuild{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter, byServer: m.locks.byServer,
+		groupOf: m.contention.groupOf}
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census
