@@ -7,7 +7,7 @@ FUZZTIME ?= 5s
 # Every Go module of the repository: the root; the comparison benchmarks; locklib's
 # metrics and tracing adapters, modules of their own (as go-redis's extra/) so that an
 # importer of locklib never downloads Prometheus or OpenTelemetry.
-MODULES := . bench locklib/extra/lockprom
+MODULES := . bench locklib/extra/lockprom locklib/extra/lockotel
 # each runs a command in every module, stopping at the first that fails
 each = set -e; for m in $(MODULES); do echo "$$m: $(1)"; (cd $$m && $(1)); done
 
