@@ -15,8 +15,8 @@ import (
 type spanKey struct{}
 
 // spanRecorder is a Tracer that marks each call's context with the call's name, and
-// records how each call ended; as a go-redis hook it records which call's context every
-// command ran under.
+// records how each call ended; ran, a redistest.RequestHook, records which call's context
+// every request ran under.
 type spanRecorder struct {
 	mu       sync.Mutex
 	ended    []string // "<call> <observation type>"
@@ -40,22 +40,6 @@ func (r *spanRecorder) ran(ctx context.Context) {
 	}
 }
 
-func (r *spanRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *spanRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.ran(ctx)
-		return next(ctx, cmd)
-	}
-}
-
-func (r *spanRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.ran(ctx)
-		return next(ctx, cmds)
-	}
-}
-
 // TestTracerWrapsCalls checks that WithTracer's hook sees every Obtain, TryObtain and
 // Release that reaches Redis once, that the Redis requests run under the context it
 // returned, and that it ends each with the Observation that concludes the call.
@@ -65,7 +49,7 @@ func TestTracerWrapsCalls(t *testing.T) {
 	// ContextTimeoutEnabled: Release then sends on rdb itself. Without it, it sends on a
 	// WithTimeout clone, which go-redis (v9.23) makes without the hooks added to rdb.
 	rdb := srv.Client(func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-	rdb.AddHook(rec)
+	rdb.AddHook(redistest.RequestHook(rec.ran))
 	c := New(rdb, WithTracer(rec.tracer))
 	defer c.Close()
 	ctx := testCtx(t, 10*time.Second)

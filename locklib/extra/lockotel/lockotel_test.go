@@ -260,7 +260,7 @@ func TestTracer(t *testing.T) {
 	// ContextTimeoutEnabled: Release sends on rdb itself (see docs/locklib.md, "Tracing").
 	rdb := srv.Client(func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	requests := &spanOfRequests{}
-	rdb.AddHook(requests)
+	rdb.AddHook(redistest.RequestHook(requests.ran))
 	c := locklib.New(rdb, locklib.WithTracer(lockotel.NewTracer(lockotel.WithTracerProvider(tp))))
 	defer c.Close()
 
@@ -324,7 +324,7 @@ func attrValue(s attribute.Set, key attribute.Key) string {
 	return v.String()
 }
 
-// spanOfRequests is a go-redis hook that counts the requests run under each span.
+// spanOfRequests counts the requests run under each span (ran is a redistest.RequestHook).
 type spanOfRequests struct {
 	mu     sync.Mutex
 	bySpan map[trace.SpanID]int
@@ -343,20 +343,4 @@ func (r *spanOfRequests) count(id trace.SpanID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.bySpan[id]
-}
-
-func (r *spanOfRequests) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *spanOfRequests) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.ran(ctx)
-		return next(ctx, cmd)
-	}
-}
-
-func (r *spanOfRequests) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.ran(ctx)
-		return next(ctx, cmds)
-	}
 }
