@@ -240,7 +240,7 @@ func TestExporterUnderPrometheus(t *testing.T) {
 		}
 	}
 	// The dashboard: its panels on the exporter's metrics (the library's are checked by
-	// locklib/extra/lockprom's tests).
+	// locklib/extra/lockprom's TestUnderPrometheus).
 	names := promtest.MetricNames(body)
 	for name := range promtest.MetricNames(redlockBody) {
 		names[name] = true

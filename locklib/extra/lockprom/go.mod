@@ -11,6 +11,7 @@ require (
 require (
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 require (
