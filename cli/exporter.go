@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/exporter"
+	"github.com/lockscope/lockscope/scanner"
 	"github.com/spf13/cobra"
 )
 
@@ -75,7 +78,9 @@ func runExporter(ctx context.Context, opts *exporterOptions) error {
 	if _, _, err := net.SplitHostPort(opts.Listen); err != nil {
 		return withExit(exitUsage, fmt.Errorf("--listen %q: want host:port (%w)", opts.Listen, err))
 	}
-	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
+	// The census, the failover follower and this function all write to stderr.
+	stderr := &lockedWriter{w: opts.IO.ErrOut}
+	t, err := opts.Conn.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -86,28 +91,46 @@ func runExporter(ctx context.Context, opts *exporterOptions) error {
 	}
 	exp := exporter.New(t, exporter.Options{Rule: rule, MaxGroups: opts.MaxGroups, StuckAfter: opts.Conn.StuckAfter,
 		CensusMaxAge: opts.CensusMaxAge, Version: buildVersion(),
-		Log: func(msg string) { printf(opts.IO.ErrOut, "lockscope: exporter: %s\n", msg) }})
+		Log: func(msg string) { printf(stderr, "lockscope: exporter: %s\n", msg) }})
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var following sync.WaitGroup
-	following.Go(func() { exp.Follow(opts.Conn.scanner(t).Watch(watchCtx)) })
+	refused := make(chan error, 1) // the first pass was refused an ACL permission
+	following.Go(func() {
+		first := true
+		for u := range opts.Conn.scanner(t).Watch(watchCtx) {
+			exp.Apply(u)
+			switch {
+			case !first:
+			case u.Kind == scanner.UpdatePassDone:
+				first = false
+			case u.Kind == scanner.UpdateError && errors.Is(t.Classify(u.Err), connect.ErrPermission):
+				// A user that may not read the census will not be allowed to later: say so
+				// now (exit code 8) rather than serve a failing /healthz forever.
+				first = false
+				refused <- u.Err
+			}
+		}
+	})
 	// Through Sentinel the census reads the master of the moment, but names the servers by
 	// the master last heard of: hear of every failover (a no-op on other targets).
 	following.Go(func() {
 		for sw := range t.FollowMaster(watchCtx) {
-			printf(opts.IO.ErrOut, "lockscope: exporter: the master moved from %s to %s\n", sw.From, sw.To)
+			printf(stderr, "lockscope: exporter: the master moved from %s to %s\n", sw.From, sw.To)
 		}
 	})
 	srv := &http.Server{Handler: exp.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	printf(opts.IO.ErrOut, "lockscope: exporter: serving http://%s/metrics and /healthz for %s\n", ln.Addr(), t.Label())
+	printf(stderr, "lockscope: exporter: serving http://%s/metrics and /healthz for %s\n", ln.Addr(), t.Label())
 
+	var denied error
 	select {
 	case <-ctx.Done():
 		err = nil
 	case err = <-served: // the listener failed: stop the rest
+	case denied = <-refused:
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
@@ -116,8 +139,23 @@ func runExporter(ctx context.Context, opts *exporterOptions) error {
 	}
 	stopWatch()
 	following.Wait() // the Watch closes its channel once its goroutines have ended
+	if denied != nil {
+		return describeError(t, denied)
+	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// lockedWriter serializes the writes of several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -473,3 +473,28 @@ func TestExporterCardinalityBounded(t *testing.T) {
 		t.Errorf("%d series, want at most %d", len(got), limit)
 	}
 }
+
+// TestExporterRefusedTheCensus: a user that may not SCAN gets exit code 8 and one line naming
+// the command, at once, not a running exporter whose /healthz fails forever.
+func TestExporterRefusedTheCensus(t *testing.T) {
+	srv := redistest.Start(t)
+	seedFormats(t, srv.Client())
+	srv.SetUser("noscan", "on", ">pw", "+@all", "-scan", "~*", "&*")
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan cliRun, 1)
+	go func() {
+		done <- runCLI(t, cliOpts{}, "exporter", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--redis", "redis://noscan:pw@"+srv.Addr)
+	}()
+	select {
+	case r := <-done:
+		expectExit(t, r, exitPermission)
+		if !strings.Contains(r.stderr, "SCAN") || strings.Contains(r.stderr, "pw@") {
+			t.Errorf("want one line naming SCAN, no password:\n%s", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exporter still runs 20 s after its census was refused")
+	}
+}

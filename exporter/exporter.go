@@ -41,7 +41,7 @@ const (
 // down: three of the scanner's heartbeats.
 const silentAfter = 3 * scanner.HeartbeatEvery
 
-// Exporter keeps the census of one target as metrics. Apply (or Follow) feeds it the
+// Exporter keeps the census of one target as metrics. Apply feeds it the
 // scanner's stream; WriteMetrics and Health read it, from any goroutine.
 type Exporter struct {
 	opts   Options
@@ -114,13 +114,6 @@ func role(m connect.Mode) string {
 		return "independent"
 	}
 	return "standalone"
-}
-
-// Follow applies every update of a Watch until its channel closes.
-func (e *Exporter) Follow(updates <-chan scanner.Update) {
-	for u := range updates {
-		e.Apply(u)
-	}
 }
 
 // Apply takes one update of the scanner's Watch into the census.
