@@ -274,9 +274,7 @@ func holderOf(format scanner.Format, value string, owners []scanner.Owner) strin
 		slices.Sort(ids)
 		return strings.Join(ids, "\x00")
 	case format == scanner.FormatLockscope:
-		if v, err := protocol.ParseValue(value); err == nil && v.Count > 0 {
-			return value[:strings.LastIndexByte(value, ':')]
-		}
+		return protocol.WithoutCount(value)
 	}
 	return value
 }
