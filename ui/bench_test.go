@@ -362,6 +362,9 @@ func BenchmarkContentionMillionLocks(b *testing.B) {
 					c.observeRow(from[j], to[j])
 				}
 			}
+			if moves := bc.to[0].value != bc.from[0].value; moves != (handoffsIn(c) > 0) {
+				b.Fatalf("%d hand-offs counted; holders changed: %v", handoffsIn(c), moves)
+			}
 		})
 	}
 }
