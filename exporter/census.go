@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ type census struct {
 	index   map[string]int32 // lock id → position in ids and entries
 	ids     []string
 	entries []entry
+	peak    int // the most locks since the index was last built: a Go map never shrinks
 
 	groups   []string // the groups through the folder, keygroup.Other among them once seen
 	groupIdx map[string]uint16
@@ -99,6 +101,7 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 		c.index[id] = int32(len(c.ids))
 		c.ids = append(c.ids, id)
 		c.entries = append(c.entries, e)
+		c.peak = max(c.peak, len(c.ids))
 	}
 }
 
@@ -112,6 +115,28 @@ func (c *census) prune(gen uint64) {
 		}
 		i++
 	}
+	c.shrink()
+}
+
+// shrinkBelow is the share of its peak the census must fall under before its index and
+// slices are built again at their size; shrinkMin the peak below which it does not matter.
+const (
+	shrinkBelow = 4
+	shrinkMin   = 1 << 14
+)
+
+// shrink gives memory back after the census fell far below its peak (a million locks
+// released): the map and the slices would otherwise keep their peak size for good.
+func (c *census) shrink() {
+	if c.peak < shrinkMin || len(c.ids)*shrinkBelow > c.peak {
+		return
+	}
+	c.ids, c.entries = slices.Clone(c.ids), slices.Clone(c.entries)
+	c.index = make(map[string]int32, len(c.ids))
+	for i, id := range c.ids {
+		c.index[id] = int32(i)
+	}
+	c.peak = len(c.ids)
 }
 
 // remove deletes the entry at position at, moving the last one into its place.

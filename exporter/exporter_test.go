@@ -350,3 +350,27 @@ func TestClusterMasterDemoted(t *testing.T) {
 		t.Errorf("Health() = %v, %q after the failover, want ok", ok, reason)
 	}
 }
+
+// TestCensusShrinksAfterAPeak: after most locks are gone the index is built again at its new
+// size, and every remaining lock is still found (a gone record removes the right one).
+func TestCensusShrinksAfterAPeak(t *testing.T) {
+	const n = 50_000
+	e, _ := newTest(t, standalone, Options{})
+	var all []scanner.Lock
+	for i := range n {
+		all = append(all, scanner.Lock{Key: fmt.Sprintf("lock:s:%d", i), Format: scanner.FormatOpaque, NoExpiry: true, FetchedAt: t0})
+	}
+	e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: all})
+	e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: all[:1000]})
+	e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: 2})
+	if c := e.census; c.peak != 1000 || cap(c.entries) > 2000 || len(c.index) != 1000 {
+		t.Fatalf("after the pass: peak %d, entries cap %d, index %d; want 1000, about 1000, 1000", c.peak, cap(c.entries), len(c.index))
+	}
+	gone := all[500]
+	gone.Gone = true
+	e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{gone}})
+	want(t, scrape(t, e), map[string]float64{`lockscope_locks{group="s",format="opaque"}`: 999})
+	if _, ok := e.census.index[gone.Key]; ok {
+		t.Error("the gone lock is still indexed")
+	}
+}
