@@ -22,6 +22,7 @@ package lockotel
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -82,13 +83,39 @@ type Metrics struct {
 	counters [len(libmetrics.Counters)]metric.Int64Counter
 	hists    [len(libmetrics.Histograms)]metric.Float64Histogram
 	held     metric.Int64UpDownCounter
+	// attrs caches each (label, name, value)'s attribute set: building one costs more than
+	// recording. Bounded as the names and values are.
+	attrsMu sync.RWMutex
+	attrs   map[attrsKey]metric.MeasurementOption
+}
+
+type attrsKey struct{ label, name, value string }
+
+// attributes is the option that records name, and label=value unless label is "".
+func (m *Metrics) attributes(name, label, value string) metric.MeasurementOption {
+	k := attrsKey{label, name, value}
+	m.attrsMu.RLock()
+	o, ok := m.attrs[k]
+	m.attrsMu.RUnlock()
+	if ok {
+		return o
+	}
+	kvs := []attribute.KeyValue{attribute.String(libmetrics.NameLabel, name)}
+	if label != "" {
+		kvs = append(kvs, attribute.String(label, value))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	m.attrsMu.Lock()
+	m.attrs[k] = o
+	m.attrsMu.Unlock()
+	return o
 }
 
 // NewMetrics makes the instruments; one Metrics can serve every Client of a process.
 func NewMetrics(opts ...Option) (*Metrics, error) {
 	cfg := newConfig(opts)
 	meter := cfg.meters.Meter(ScopeName)
-	m := &Metrics{namer: libmetrics.NewNamer(cfg.name, cfg.maxNames)}
+	m := &Metrics{namer: libmetrics.NewNamer(cfg.name, cfg.maxNames), attrs: map[attrsKey]metric.MeasurementOption{}}
 	var err error
 	for i, s := range libmetrics.Counters {
 		if m.counters[i], err = meter.Int64Counter(s.OTel, metric.WithUnit(s.Unit), metric.WithDescription(s.Help)); err != nil {
@@ -124,22 +151,20 @@ func (m *Metrics) Observe(o locklib.Observation) { libmetrics.Record(sink{m}, m.
 // instruments get context.Background().
 type sink struct{ m *Metrics }
 
-func nameAttr(name string) attribute.KeyValue { return attribute.String(libmetrics.NameLabel, name) }
-
 func (s sink) Count(c libmetrics.Counter, name, label string) {
-	attrs := metric.WithAttributes(nameAttr(name))
-	if label != "" {
-		attrs = metric.WithAttributes(nameAttr(name), attribute.String(libmetrics.Counters[c].Label, label))
+	labelKey := libmetrics.Counters[c].Label
+	if label == "" {
+		labelKey = ""
 	}
-	s.m.counters[c].Add(context.Background(), 1, attrs)
+	s.m.counters[c].Add(context.Background(), 1, s.m.attributes(name, labelKey, label))
 }
 
 func (s sink) Observe(h libmetrics.Histogram, name string, d time.Duration) {
-	s.m.hists[h].Record(context.Background(), d.Seconds(), metric.WithAttributes(nameAttr(name)))
+	s.m.hists[h].Record(context.Background(), d.Seconds(), s.m.attributes(name, "", ""))
 }
 
 func (s sink) Held(name string, delta int64) {
-	s.m.held.Add(context.Background(), delta, metric.WithAttributes(nameAttr(name)))
+	s.m.held.Add(context.Background(), delta, s.m.attributes(name, "", ""))
 }
 
 // The span attributes.
