@@ -192,8 +192,12 @@ func formatRate(r float64) string {
 func (m *Model) overviewView(width, height int) string {
 	st := m.st
 	groups := m.contention.ranked(m.now)
+	rule := m.groups.String()
+	if n := m.contention.folder.Folded(); n > 0 { // how many groups _other stands for
+		rule += ", " + strconv.Itoa(n) + " more in " + keygroup.Other
+	}
 	title := st.paneTitle.Render("Contention by key group") +
-		st.dim.Render("  "+m.groups.String()+" · waiters now, hand-offs/s over 1m · enter: its locks · o/esc close")
+		st.dim.Render("  "+rule+" · waiters now, hand-offs/s over 1m · enter: its locks · o/esc close")
 	lines := []string{fitLine(title, width)}
 	if len(groups) == 0 {
 		msg := "no lock groups yet"
