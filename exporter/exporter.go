@@ -24,8 +24,9 @@ type Options struct {
 	// default DefaultCensusMaxAge.
 	CensusMaxAge time.Duration
 	Version      string // the exporter_info version label
-	// Log receives the scanner's warnings and failed passes, each distinct message once, with
-	// the target's passwords removed. Nil: dropped.
+	// Log receives the scanner's warnings (each once), a failed pass (not again while the
+	// passes fail alike) and the first pass that ends after failures, with the target's
+	// passwords removed. Nil: dropped.
 	Log func(msg string)
 	Now func() time.Time // default time.Now
 }
@@ -67,7 +68,6 @@ type Exporter struct {
 	lastDuration time.Duration
 	partial      bool
 	failed       string // why the last pass failed, "" once a later one ends
-	logged       map[string]bool
 }
 
 // New is an Exporter of target's census.
@@ -90,7 +90,7 @@ func New(target connect.Target, opts Options) *Exporter {
 	e := &Exporter{opts: opts, mode: target.Mode, role: role(target.Mode), redact: target.Redact, start: opts.Now(),
 		census: newCensus(opts.Rule, min(opts.MaxGroups, maxGroups), target.Mode == connect.Independent),
 		clocks: scanner.Clocks{}, servers: map[string]time.Time{}, forgotten: map[string]bool{}, errors: map[string]uint64{},
-		logged: map[string]bool{}}
+	}
 	// A cluster's masters are learnt from the stream; the other targets' servers are known
 	// now, and one that never answers must show as down.
 	if target.Mode != connect.Cluster {
@@ -126,9 +126,11 @@ func (e *Exporter) Apply(u scanner.Update) {
 	case scanner.UpdatePassDone:
 		e.passDone(u.Gen, u.Census)
 	case scanner.UpdateError:
-		e.failed = u.ErrText()
+		if text := u.ErrText(); text != e.failed { // not again for each pass that fails alike
+			e.failed = text
+			e.log("census pass failed: " + text)
+		}
 		e.countError(u.Addr)
-		e.log("census pass failed: " + e.failed)
 	case scanner.UpdateRetrying:
 		e.countError(u.Addr)
 	case scanner.UpdateWarning:
@@ -158,12 +160,13 @@ func (e *Exporter) passDone(gen uint64, c scanner.Census) {
 	}
 	e.passGen = gen
 	e.passes++
+	if e.failed != "" {
+		e.log("census pass ended again")
+	}
+	// c.Warnings came as UpdateWarnings already, each once for the whole Watch.
 	e.lastDuration, e.partial, e.failed = c.Duration, len(c.Missing) > 0, ""
 	for _, addr := range c.Missing {
 		e.errors[addr]++
-	}
-	for _, w := range c.Warnings {
-		e.log("warning: " + w)
 	}
 	// A pass that missed a server proves nothing about the locks it did not see: they stay.
 	if !e.partial {
@@ -192,12 +195,9 @@ func (e *Exporter) ahead(l *scanner.Lock) time.Duration {
 }
 
 func (e *Exporter) log(msg string) {
-	msg = e.redact(msg)
-	if e.opts.Log == nil || e.logged[msg] {
-		return
+	if e.opts.Log != nil {
+		e.opts.Log(e.redact(msg))
 	}
-	e.logged[msg] = true
-	e.opts.Log(msg)
 }
 
 // Health says whether the census is current: a pass has ended, the last one did not fail,

@@ -374,3 +374,24 @@ func TestCensusShrinksAfterAPeak(t *testing.T) {
 		t.Error("the gone lock is still indexed")
 	}
 }
+
+// TestLog: a warning once, a failure once while the passes fail alike, the recovery, and a
+// failure after it again.
+func TestLog(t *testing.T) {
+	var logged []string
+	e, _ := newTest(t, standalone, Options{Log: func(msg string) { logged = append(logged, msg) }})
+	for _, u := range []scanner.Update{
+		{Kind: scanner.UpdateWarning, Warning: "no permission to read wait queues"},
+		{Kind: scanner.UpdateError, Gen: 1, Err: errors.New("EOF")},
+		{Kind: scanner.UpdateError, Gen: 2, Err: errors.New("EOF")},
+		{Kind: scanner.UpdatePassDone, Gen: 3, Census: scanner.Census{Warnings: []string{"no permission to read wait queues"}}},
+		{Kind: scanner.UpdatePassDone, Gen: 4},
+		{Kind: scanner.UpdateError, Gen: 5, Err: errors.New("EOF")},
+	} {
+		e.Apply(u)
+	}
+	want := []string{"warning: no permission to read wait queues", "census pass failed: EOF", "census pass ended again", "census pass failed: EOF"}
+	if strings.Join(logged, "\n") != strings.Join(want, "\n") {
+		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(logged, "\n"), strings.Join(want, "\n"))
+	}
+}
