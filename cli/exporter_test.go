@@ -248,16 +248,22 @@ func TestExporterServerRestart(t *testing.T) {
 
 func TestExporterRedlock(t *testing.T) {
 	servers, clients, flags := redlockFlags(t, 3)
+	value := locklibValue(time.Now()) // one holder's value on every instance
 	for _, c := range clients {
-		if err := c.Set(context.Background(), "lock:q:1", locklibValue(time.Now()), time.Minute).Err(); err != nil {
+		if err := c.Set(context.Background(), "lock:q:1", value, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A lock on one instance of three: not validly held.
+	if err := clients[0].Set(context.Background(), "lock:q:2", locklibValue(time.Now()), time.Minute).Err(); err != nil {
+		t.Fatal(err)
 	}
 	r := startExporter(t, flags...)
 	series := func(addr string) string { return `lockscope_server_up{server="` + addr + `",role="redlock"}` }
 	r.waitMetrics(t, "every instance up", map[string]float64{
 		`lockscope_redlock_quorum`:                                         1,
-		`lockscope_locks{group="q",format="lockscope"}`:                    1, // one lock, on three instances
+		`lockscope_locks{group="q",format="lockscope"}`:                    2, // lock:q:1 once, though on three instances
+		`lockscope_redlock_locks_without_quorum{group="q"}`:                1,
 		series(servers[0].Addr):                                            1,
 		series(servers[1].Addr):                                            1,
 		series(servers[2].Addr):                                            1,

@@ -25,6 +25,7 @@ type entry struct {
 const (
 	entryNoExpiry uint8 = 1 << iota
 	entryAcquired
+	entryNoQuorum // Redlock: fewer than N/2+1 instances hold the lock's value
 )
 
 // maxGroups bounds --max-groups: a group index is an entry's uint16, and Other needs one.
@@ -83,6 +84,9 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 			e.flags |= entryNoExpiry
 		} else {
 			e.expires = l.FetchedAt.Add(l.TTL).UnixNano()
+		}
+		if l.Quorum != nil && !l.Quorum.Reached {
+			e.flags |= entryNoQuorum
 		}
 		if !l.AcquiredAt.IsZero() {
 			e.flags |= entryAcquired

@@ -81,22 +81,23 @@ func TestMetricsOfACensus(t *testing.T) {
 	clk.at = t0.Add(time.Second)
 	got := scrape(t, e)
 	want(t, got, map[string]float64{
-		`lockscope_locks{group="orders",format="lockscope"}`: 2,
-		`lockscope_locks{group="orders",format="opaque"}`:    1,
-		`lockscope_locks{group="users",format="redisson"}`:   1,
-		`lockscope_locks{group="skew",format="lockscope"}`:   1,
-		`lockscope_locks{group="_",format="redsync"}`:        1,
-		`lockscope_locks{group="users",format="lockscope"}`:  absent,
-		`lockscope_locks_no_expiry{group="orders"}`:          1,
-		`lockscope_locks_no_expiry{group="users"}`:           0,
-		`lockscope_locks_stuck{group="orders"}`:              1, // 10 min > 5 min
-		`lockscope_locks_stuck{group="skew"}`:                0,
-		`lockscope_lock_oldest_age_seconds{group="orders"}`:  601,
-		`lockscope_lock_oldest_age_seconds{group="users"}`:   absent, // redisson: age unknown
-		`lockscope_lock_oldest_age_seconds{group="skew"}`:    absent, // stamped an hour ahead
-		`lockscope_lock_waiters{group="orders"}`:             3,
-		`lockscope_lock_waiters{group="users"}`:              1,
-		`lockscope_lock_waiters{group="_"}`:                  0,
+		`lockscope_locks{group="orders",format="lockscope"}`:     2,
+		`lockscope_locks{group="orders",format="opaque"}`:        1,
+		`lockscope_locks{group="users",format="redisson"}`:       1,
+		`lockscope_locks{group="skew",format="lockscope"}`:       1,
+		`lockscope_locks{group="_",format="redsync"}`:            1,
+		`lockscope_locks{group="users",format="lockscope"}`:      absent,
+		`lockscope_locks_no_expiry{group="orders"}`:              1,
+		`lockscope_locks_no_expiry{group="users"}`:               0,
+		`lockscope_locks_stuck{group="orders"}`:                  1, // 10 min > 5 min
+		`lockscope_locks_stuck{group="skew"}`:                    0,
+		`lockscope_redlock_locks_without_quorum{group="orders"}`: absent, // not a Redlock target
+		`lockscope_lock_oldest_age_seconds{group="orders"}`:      601,
+		`lockscope_lock_oldest_age_seconds{group="users"}`:       absent, // redisson: age unknown
+		`lockscope_lock_oldest_age_seconds{group="skew"}`:        absent, // stamped an hour ahead
+		`lockscope_lock_waiters{group="orders"}`:                 3,
+		`lockscope_lock_waiters{group="users"}`:                  1,
+		`lockscope_lock_waiters{group="_"}`:                      0,
 		// orders: 19 s and 2 s left (the no-expiry lock is not in the histogram)
 		`lockscope_lock_ttl_seconds_bucket{group="orders",le="1"}`:           0,
 		`lockscope_lock_ttl_seconds_bucket{group="orders",le="5"}`:           1,
@@ -283,6 +284,15 @@ func TestRedlockQuorum(t *testing.T) {
 	want(t, scrape(t, e), map[string]float64{
 		`lockscope_redlock_quorum`:                                   0,
 		`lockscope_server_up{server="10.0.0.1:6379",role="redlock"}`: 0,
+	})
+	// Locks held by a quorum and one held by a single instance (not validly held).
+	e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{
+		{Key: "lock:pay:1", Format: scanner.FormatLockscope, TTL: time.Minute, FetchedAt: t0, Quorum: &scanner.Quorum{Agree: 3, Needed: 2, Total: 3, Reached: true}},
+		{Key: "lock:pay:2", Format: scanner.FormatLockscope, TTL: time.Minute, FetchedAt: t0, Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3}},
+	}})
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_locks{group="pay",format="lockscope"}`:     2,
+		`lockscope_redlock_locks_without_quorum{group="pay"}`: 1,
 	})
 	// A failed pass that names no server counts against each.
 	e.Apply(scanner.Update{Kind: scanner.UpdateError, Gen: 1, Err: errors.New("no server")})

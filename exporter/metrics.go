@@ -27,6 +27,7 @@ var ttlBounds = func() (d [len(ttlBuckets)]time.Duration) {
 // groupStats are one group's aggregates at a scrape.
 type groupStats struct {
 	locks, noExpiry, stuck, waiters uint64
+	noQuorum                        uint64
 	oldest                          time.Duration
 	hasOldest                       bool
 	ttl                             [len(ttlBuckets) + 1]uint64 // per bucket, not cumulative; the last is +Inf
@@ -78,6 +79,9 @@ func (e *Exporter) take(now time.Time) snapshot {
 		g.locks++
 		s.byFormat[int(en.group)*len(s.formats)+int(en.format)]++
 		g.waiters += uint64(max(en.waiters, 0))
+		if en.flags&entryNoQuorum != 0 {
+			g.noQuorum++
+		}
 		if en.flags&entryNoExpiry != 0 {
 			g.noExpiry++
 		} else {
@@ -154,6 +158,12 @@ func (s *snapshot) groupOrder() []int {
 	return order
 }
 
+// groupGauge is a gauge with a sample per group: its value, and whether the group has one.
+type groupGauge struct {
+	name, help string
+	value      func(*groupStats) (float64, bool)
+}
+
 func (s *snapshot) writeLocks(x *expfmt) {
 	groups := s.groupOrder()
 	formats := make([]int, len(s.formats))
@@ -170,10 +180,7 @@ func (s *snapshot) writeLocks(x *expfmt) {
 			}
 		}
 	}
-	perGroup := []struct {
-		name, help string
-		value      func(*groupStats) (float64, bool)
-	}{
+	perGroup := []groupGauge{
 		{"lockscope_locks_no_expiry", "Locks without a TTL: they never free themselves.",
 			func(g *groupStats) (float64, bool) { return float64(g.noExpiry), true }},
 		{"lockscope_locks_stuck", "Locks held longer than --stuck-after (of those whose acquisition time is known).",
@@ -182,6 +189,10 @@ func (s *snapshot) writeLocks(x *expfmt) {
 			func(g *groupStats) (float64, bool) { return g.oldest.Seconds(), g.hasOldest }},
 		{"lockscope_lock_waiters", "Waiters queued for the group's locks (where the queue could be read).",
 			func(g *groupStats) (float64, bool) { return float64(g.waiters), true }},
+	}
+	if s.mode == connect.Redlock {
+		perGroup = append(perGroup, groupGauge{"lockscope_redlock_locks_without_quorum", "Redlock: locks whose value fewer than N/2+1 instances hold (not validly held).",
+			func(g *groupStats) (float64, bool) { return float64(g.noQuorum), true }})
 	}
 	for _, m := range perGroup {
 		x.family(m.name, "gauge", m.help)
