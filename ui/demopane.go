@@ -54,6 +54,9 @@ type demoSnapshotMsg struct {
 	snap  demo.Snapshot
 	naive demo.Snapshot // --compare's second run (zero without one)
 	tick  bool
+	// at is when the snapshot was asked for: what it shows held then or a moment later
+	// (zero: when it arrives). The timeline dates its workers' sections with it.
+	at time.Time
 }
 
 // demoActionMsg is the result of a key's Controller call; added is the id of a worker added.
@@ -93,7 +96,8 @@ func (p *demoPane) Init() tea.Cmd { return p.snapshot(true, 0) }
 func (p *demoPane) snapshot(tick bool, delay time.Duration) tea.Cmd {
 	ctrl, naive := p.ctrl, p.naive
 	take := func() tea.Msg {
-		msg := demoSnapshotMsg{snap: ctrl.Snapshot(), tick: tick}
+		at := time.Now()
+		msg := demoSnapshotMsg{snap: ctrl.Snapshot(), tick: tick, at: at}
 		if naive != nil {
 			msg.naive = naive.Snapshot()
 		}

@@ -48,6 +48,14 @@ type holdSpan struct {
 	silent  time.Time
 	end     spanEnd
 	section bool // a demo worker's critical section: from, to are its first and last sight working
+	// sectionNo is which of its worker's sections a section is (demo.WorkerSnapshot.Holds).
+	sectionNo int64
+	// seen is the census's last sight of the holding: without events, it is known held from
+	// its first sight to there, and its end is somewhere before the next holding's first.
+	seen time.Time
+	// obtained says from is when an acquired event said the holding began; else it is the
+	// census's first sight, which may come before (a pass is dated by its start) or after.
+	obtained bool
 }
 
 // open reports whether the holding had not ended when last heard of.
@@ -94,6 +102,9 @@ type keyHistory struct {
 	marks   []historyMark
 	waiters []waiterSample
 	touched time.Time // the newest time recorded: the least recently touched key is dropped first
+	// locklib says a locklib lock had events: its values are never written twice, so the
+	// census seeing one again is the same holding (see reCreated).
+	locklib bool
 }
 
 // lockHistory is the history of every tracked lock, by lock id (lockID).
@@ -157,21 +168,28 @@ func (h *lockHistory) prune(now time.Time) {
 }
 
 // held records that holder held the lock id with value at at, for ttl (0: unknown): it
-// obtained or renewed it. A holding not heard of before starts there (one obtained before the
-// console started starts at its first renewal); the same event received twice changes
-// nothing; a holding the census saw first starts at the event's time.
-func (h *lockHistory) held(id, holder, value string, at time.Time, ttl time.Duration) {
+// obtained it then (obtained) or renewed it. A holding not heard of before starts there (one
+// obtained before the console started starts at its first renewal); the same event received
+// twice changes nothing; a holding the census saw first starts when it was obtained.
+func (h *lockHistory) held(id, holder, value string, at time.Time, ttl time.Duration, obtained bool) {
 	k := h.track(id, at)
-	if s := k.holding(value); s != nil {
-		if at.Before(s.from) {
-			s.from = at
-		}
-		s.renew(at, ttl)
-	} else {
-		s := holdSpan{holder: holder, value: value, from: at}
-		s.renew(at, ttl)
-		k.addSpan(s)
+	k.locklib = true
+	s := k.holding(value)
+	if s == nil {
+		k.addSpan(holdSpan{holder: holder, value: value, from: at})
+		s = k.holding(value)
 	}
+	switch {
+	case obtained && !s.obtained:
+		s.from, s.obtained = at, true
+		k.sortSpans()
+	case at.Before(s.from) && !s.obtained:
+		s.from = at
+		k.sortSpans()
+	}
+	s = k.holding(value) // sorting moved it
+	s.renew(at, ttl)
+	k.silence(s)
 	h.touch(k, at)
 }
 
@@ -179,6 +197,7 @@ func (h *lockHistory) held(id, holder, value string, at time.Time, ttl time.Dura
 // zero, is how long it was held, which dates a holding not seen obtained.
 func (h *lockHistory) ended(id, holder, value string, at time.Time, hold time.Duration, end spanEnd) {
 	k := h.track(id, at)
+	k.locklib = true
 	s := k.holding(value)
 	if s == nil {
 		k.addSpan(holdSpan{holder: holder, value: value, from: at.Add(-hold), to: at, end: end})
@@ -208,17 +227,23 @@ func (h *lockHistory) observed(id, holder, value string, at, acquiredAt time.Tim
 		k.addWaiters(at, waiters)
 	}
 	switch s := k.holding(value); {
-	case s == nil || s.reCreated(at): // new, or the key re-created with the same value
+	case s == nil || s.reCreated(at, k.locklib): // new, or the key re-created with the same value
 		from := at
 		if k.lastHeld() == nil && !acquiredAt.IsZero() && acquiredAt.Before(at) {
 			from = maxTime(acquiredAt, at.Add(-h.window)) // the first holding seen: its value dates it
 		}
-		s := holdSpan{holder: holder, value: value, from: from}
+		s := holdSpan{holder: holder, value: value, from: from, seen: at}
 		s.renew(at, ttl)
-		k.closeOpen(at, endReplaced)
+		k.closeOpen(at, endReplaced, nil)
 		k.addSpan(s)
 	case s.open():
 		s.renew(at, ttl)
+		s.seen = maxTime(s.seen, at)
+	case s.lostSight(at):
+		s.end, s.to = endOpen, time.Time{} // lost sight of (see reCreated): still held
+		s.renew(at, ttl)
+		s.seen = maxTime(s.seen, at)
+		k.closeOpen(at, endReplaced, s)
 	}
 	h.touch(k, at)
 }
@@ -226,7 +251,7 @@ func (h *lockHistory) observed(id, holder, value string, at, acquiredAt time.Tim
 // gone records that the census found the tracked lock id gone at at.
 func (h *lockHistory) gone(id string, at time.Time) {
 	if k := h.keys[id]; k != nil {
-		k.closeOpen(at, endGone)
+		k.closeOpen(at, endGone, nil)
 		h.touch(k, at)
 	}
 }
@@ -250,22 +275,40 @@ func (h *lockHistory) mark(id, holder string, kind markKind, at time.Time) {
 	k.addMark(historyMark{at: at, kind: kind, holder: holder})
 	if kind == markCrash {
 		for i := range k.spans {
-			s := &k.spans[i]
-			if !s.section && s.holder == holder && !s.from.After(at) && (s.open() || s.to.After(at)) {
-				s.silent = at
-			}
+			k.silence(&k.spans[i])
 		}
 	}
 	h.touch(k, at)
 }
 
+// silence dates the crash of s's holder during s, if a crash mark says so: the mark and the
+// holding's events arrive in any order.
+func (k *keyHistory) silence(s *holdSpan) {
+	if s.section {
+		return
+	}
+	for _, m := range k.marks {
+		if m.kind == markCrash && m.holder == s.holder && !m.at.Before(s.from) && (s.open() || m.at.Before(s.to)) {
+			s.silent = m.at
+			return // the first: a holder crashes once
+		}
+	}
+}
+
+// sectionSight is a demo worker seen in a critical section: which one of its sections (its
+// count of locks obtained, which tells a new section from the same one seen again).
+type sectionSight struct {
+	worker  string
+	section int64
+}
+
 // sections records one sight of the demo's workers: at at, working lists the workers in a
-// critical section on id. A section runs from its worker's first sight working to its last.
-func (h *lockHistory) sections(id string, at time.Time, working []string) {
+// critical section on id. A section runs from its first sight to its last.
+func (h *lockHistory) sections(id string, at time.Time, working []sectionSight) {
 	k := h.track(id, at)
 	for i := range k.spans {
 		s := &k.spans[i]
-		if s.section && s.open() && !slices.Contains(working, s.holder) {
+		if s.section && s.open() && !slices.Contains(working, sectionSight{s.holder, s.sectionNo}) {
 			s.end = endReleased // to stays the last sight
 		}
 	}
@@ -274,15 +317,23 @@ func (h *lockHistory) sections(id string, at time.Time, working []string) {
 			s.to = maxTime(s.to, at)
 			continue
 		}
-		k.addSpan(holdSpan{holder: w, from: at, to: at, section: true})
+		k.addSpan(holdSpan{holder: w.worker, sectionNo: w.section, from: at, to: at, section: true})
 	}
 	h.touch(k, at)
 }
 
 // reCreated says whether a census record of the holding's value read at at is a new holding
 // with the same value: the census had found the key gone or replaced before. (One ended by an
-// event and read again is a record read before the event, delivered after it.)
-func (s *holdSpan) reCreated(at time.Time) bool {
+// event and read again is a record read before the event, delivered after it. A locklib
+// value is never written twice: one the census lost sight of and sees again is the same
+// holding, which a pass that SCAN took past the key while it was being set misses.)
+func (s *holdSpan) reCreated(at time.Time, locklib bool) bool {
+	return s.lostSight(at) && !locklib
+}
+
+// lostSight says whether the census ended the holding before at: it found the key gone or
+// replaced.
+func (s *holdSpan) lostSight(at time.Time) bool {
 	return (s.end == endGone || s.end == endReplaced) && at.After(s.to)
 }
 
@@ -313,22 +364,22 @@ func (k *keyHistory) lastHeld() *holdSpan {
 	return nil
 }
 
-// openSection is worker's open section, or nil.
-func (k *keyHistory) openSection(worker string) *holdSpan {
+// openSection is the open section seen, or nil.
+func (k *keyHistory) openSection(seen sectionSight) *holdSpan {
 	for i := len(k.spans) - 1; i >= 0; i-- {
-		if s := &k.spans[i]; s.section && s.open() && s.holder == worker {
+		if s := &k.spans[i]; s.section && s.open() && s.holder == seen.worker && s.sectionNo == seen.section {
 			return s
 		}
 	}
 	return nil
 }
 
-// closeOpen ends the open holdings in Redis at at (end), or at their expiry when that came
-// first: the key held another value, or none, when the census looked.
-func (k *keyHistory) closeOpen(at time.Time, end spanEnd) {
+// closeOpen ends the open holdings in Redis but keep (nil: none) at at (end), or at their
+// expiry when that came first: the key held another value, or none, when the census looked.
+func (k *keyHistory) closeOpen(at time.Time, end spanEnd, keep *holdSpan) {
 	for i := range k.spans {
 		s := &k.spans[i]
-		if s.section || !s.open() {
+		if s.section || !s.open() || s == keep {
 			continue
 		}
 		s.to, s.end = at, end
@@ -341,6 +392,12 @@ func (k *keyHistory) closeOpen(at time.Time, end spanEnd) {
 // addSpan adds s in order of start, dropping the oldest holding past historySpans.
 func (k *keyHistory) addSpan(s holdSpan) {
 	k.spans = insertByTime(k.spans, s, func(s holdSpan) time.Time { return s.from }, historySpans)
+	k.normalize()
+}
+
+// sortSpans puts the holdings back in order of start after one's start moved.
+func (k *keyHistory) sortSpans() {
+	slices.SortStableFunc(k.spans, func(a, b holdSpan) int { return a.from.Compare(b.from) })
 	k.normalize()
 }
 

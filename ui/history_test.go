@@ -44,24 +44,24 @@ func TestHistoryEventsInAnyOrder(t *testing.T) {
 	h := newLockHistory()
 	// In order, each event twice.
 	for range 2 {
-		h.held("k", "a", "va", at(0), 10*time.Second)
+		h.held("k", "a", "va", at(0), 10*time.Second, true)
 		h.ended("k", "a", "va", at(4), 0, endReleased)
-		h.held("k", "b", "vb", at(4), 10*time.Second)
+		h.held("k", "b", "vb", at(4), 10*time.Second, true)
 	}
 	checkSpans(t, &h, "k", "a[0,4)1 b[4,…)0 ")
 
 	// Out of order: the release before the acquisition, the next holder before both.
 	h2 := newLockHistory()
-	h2.held("k", "b", "vb", at(5), 10*time.Second)
+	h2.held("k", "b", "vb", at(5), 10*time.Second, true)
 	h2.ended("k", "a", "va", at(4), 3*time.Second, endReleased)
-	h2.held("k", "a", "va", at(1), 10*time.Second)
+	h2.held("k", "a", "va", at(1), 10*time.Second, true)
 	checkSpans(t, &h2, "k", "a[1,4)1 b[5,…)0 ")
 
 	// A holder that stopped renewing: its holding ends at its expiry, before the next one.
 	h3 := newLockHistory()
-	h3.held("k", "a", "va", at(0), 2*time.Second)
-	h3.held("k", "a", "va", at(1), 2*time.Second)
-	h3.held("k", "b", "vb", at(5), 2*time.Second)
+	h3.held("k", "a", "va", at(0), 2*time.Second, true)
+	h3.held("k", "a", "va", at(1), 2*time.Second, false) // a renewal
+	h3.held("k", "b", "vb", at(5), 2*time.Second, true)
 	checkSpans(t, &h3, "k", "a[0,3)3 b[5,…)0 ")
 	// A lost event after that keeps the expiry (it came first) and marks the loss.
 	h3.ended("k", "a", "va", at(6), 0, endLost)
@@ -101,10 +101,23 @@ func TestHistoryCensus(t *testing.T) {
 
 	h.track("e", at(0))
 	h.observed("e", "c", "vc", at(2), time.Time{}, 0, -1)
-	h.held("e", "c", "vc", at(1.5), 0) // the event, later: it dates the holding
+	h.held("e", "c", "vc", at(1.5), 0, true) // the event, later: it dates the holding
 	h.ended("e", "c", "vc", at(2.5), 0, endReleased)
 	h.observed("e", "c", "vc", at(2.2), time.Time{}, 0, -1) // read before the release, delivered after
 	checkSpans(t, &h, "e", "c[1.5,2.5)1 ")
+
+	h.track("f", at(0))
+	h.observed("f", "d", "vd", at(1), time.Time{}, 0, -1) // a pass that started before the acquisition
+	h.held("f", "d", "vd", at(1.5), 0, true)
+	h.held("f", "d", "vd", at(1.8), 0, false) // a renewal moves nothing
+	checkSpans(t, &h, "f", "d[1.5,…)0 ")
+
+	// A pass that missed a locklib lock (SCAN passed its key while it was being set): the same
+	// value seen again is the same holding, not a new one.
+	h.held("g", "x", "vx", at(0), 0, true)
+	h.gone("g", at(0.5))
+	h.observed("g", "x", "vx", at(0.6), time.Time{}, 0, -1)
+	checkSpans(t, &h, "g", "x[0,…)0 ")
 }
 
 // TestHistoryBounds: what leaves the window is forgotten, keys nothing happened to for a
@@ -113,11 +126,11 @@ func TestHistoryCensus(t *testing.T) {
 func TestHistoryBounds(t *testing.T) {
 	h := newLockHistory()
 	h.window, h.maxKeys = time.Minute, 3
-	h.held("old", "a", "v1", at(0), 0)
+	h.held("old", "a", "v1", at(0), 0, true)
 	h.ended("old", "a", "v1", at(1), 0, endReleased)
 	h.waiting("old", at(1), 2)
 	h.mark("old", "a", markPause, at(1))
-	h.held("old", "b", "v2", at(90), 0) // touches "old" 89s later: the first holding left the window
+	h.held("old", "b", "v2", at(90), 0, true) // touches "old" 89s later: the first holding left the window
 	checkSpans(t, &h, "old", "b[90,…)0 ")
 	if k := h.of("old"); len(k.marks) != 0 || len(k.waiters) != 0 {
 		t.Errorf("marks %v waiters %v outside the window kept", k.marks, k.waiters)
@@ -137,7 +150,7 @@ func TestHistoryBounds(t *testing.T) {
 	h2 := newLockHistory()
 	for i := range historySpans + 10 {
 		v := fmt.Sprint(i)
-		h2.held("busy", "a", v, at(float64(i)/10), 0)
+		h2.held("busy", "a", v, at(float64(i)/10), 0, true)
 		h2.ended("busy", "a", v, at(float64(i)/10+0.05), 0, endReleased)
 		h2.waiting("busy", at(float64(i)/10), i)
 		h2.waiting("busy", at(float64(i)/10+0.05), i)
@@ -156,19 +169,27 @@ func TestHistoryBounds(t *testing.T) {
 // its last; a crash silences its holder's holding from then on.
 func TestHistorySectionsAndCrash(t *testing.T) {
 	h := newLockHistory()
-	h.sections("k", at(0), []string{"w1"})
-	h.sections("k", at(0.2), []string{"w1", "w2"})
-	h.sections("k", at(0.4), []string{"w2"})
+	w1, w1again, w2 := sectionSight{"w1", 1}, sectionSight{"w1", 2}, sectionSight{"w2", 7}
+	h.sections("k", at(0), []sectionSight{w1})
+	h.sections("k", at(0.2), []sectionSight{w1, w2})
+	h.sections("k", at(0.4), []sectionSight{w2})
 	h.sections("k", at(0.6), nil)
-	h.sections("k", at(0.8), []string{"w1"})
-	checkSpans(t, &h, "k", "w1{0,0.2} w2{0.2,0.4} w1{0.8,0.8} ")
-	if got := overlaps(h.of("k"), at(1)); len(got) != 1 || !got[0][0].Equal(at(0.2)) || !got[0][1].Equal(at(0.2)) {
+	h.sections("k", at(0.8), []sectionSight{w1again})
+	h.sections("k", at(1.0), []sectionSight{w1again})
+	h.sections("k", at(1.2), []sectionSight{{"w1", 3}}) // its next section, no sight between: two sections
+	checkSpans(t, &h, "k", "w1{0,0.2} w2{0.2,0.4} w1{0.8,1} w1{1.2,1.2} ")
+	if got := overlaps(h.of("k"), at(2)); len(got) != 1 || !got[0][0].Equal(at(0.2)) || !got[0][1].Equal(at(0.2)) {
 		t.Errorf("overlaps %v, want the one sight of both at 0.2", got)
 	}
 
-	h.held("c", "w1", "v1", at(0), 2*time.Second)
+	h.held("c", "w1", "v1", at(0), 2*time.Second, true)
 	h.mark("c", "w1", markCrash, at(1))
-	if s := h.of("c").spans[0]; !s.silent.Equal(at(1)) {
-		t.Errorf("silent from %v, want 1s", s.silent)
+	// The crash heard of before the holding it ends (a snapshot's event before the pub/sub's).
+	h.mark("c", "w2", markCrash, at(4))
+	h.held("c", "w2", "v2", at(3.5), 2*time.Second, true)
+	for i, want := range []time.Time{at(1), at(4)} {
+		if s := h.of("c").spans[i]; !s.silent.Equal(want) {
+			t.Errorf("%s silent from %v, want %v", s.holder, s.silent, want)
+		}
 	}
 }

@@ -22,10 +22,10 @@ func (m *Model) recordEvent(ev protocol.Event) {
 	holder := holderName(ev.Node, ev.Value)
 	switch locklib.EventType(ev.Type) {
 	case locklib.EventAcquired:
-		m.history.held(ev.Key, holder, ev.Value, at, ttl)
+		m.history.held(ev.Key, holder, ev.Value, at, ttl, true)
 		m.history.waiting(ev.Key, at, int(ev.Waiters))
 	case locklib.EventRenewed:
-		m.history.held(ev.Key, holder, ev.Value, at, ttl) // held since then at least
+		m.history.held(ev.Key, holder, ev.Value, at, ttl, false)
 	case locklib.EventReleased:
 		m.history.ended(ev.Key, holder, ev.Value, at, time.Duration(ev.HoldMs)*time.Millisecond, endReleased)
 	case locklib.EventLost:
@@ -80,11 +80,13 @@ func (m *Model) recordLock(id string, l *scanner.Lock) {
 	m.history.observed(id, holderName(l.Node, l.Value), l.Value, l.FetchedAt, l.AcquiredAt, ttl, waiters)
 }
 
-// rowGone is what a complete pass not seeing a lock means: gone for the fence-jump rule and
-// the lock's history.
-func (m *Model) rowGone(r *lockRow) {
-	m.prunedRow(r)
-	m.history.gone(rowIDs(m.locks.byServer)(r), *r.fetched)
+// rowGoneAt is what a complete pass started at at not seeing a lock means: gone for the
+// fence-jump rule, and for the lock's history by then.
+func (m *Model) rowGoneAt(at time.Time) func(r *lockRow) {
+	return func(r *lockRow) {
+		m.prunedRow(r)
+		m.history.gone(rowIDs(m.locks.byServer)(r), at)
+	}
 }
 
 // trackOnScreen starts recording the locks on screen (the detail view's among them), from
@@ -102,16 +104,20 @@ func (m *Model) trackOnScreen() {
 }
 
 // recordSections records which demo workers are in a critical section on each lock, from the
-// snapshots of the demo's run and of --compare's naive run (zero without one).
-func (m *Model) recordSections(snaps ...demo.Snapshot) {
-	at := m.clock()
+// snapshots of the demo's run and of --compare's naive run (zero without one) taken at at
+// (zero: now). A snapshot's message arrives a moment after it was taken: dated on arrival, a
+// section would seem to go on past its release.
+func (m *Model) recordSections(at time.Time, snaps ...demo.Snapshot) {
+	if at.IsZero() {
+		at = m.clock()
+	}
 	for _, s := range snaps {
-		working := map[string][]string{}
+		working := map[string][]sectionSight{}
 		for _, w := range s.Workers {
 			// Working, not Holding: a holder releasing is Holding while the next may already
 			// hold the lock, which would read as an overlap that is not one.
 			if w.State == demo.Working && w.Resource != "" {
-				working[w.Resource] = append(working[w.Resource], w.Name)
+				working[w.Resource] = append(working[w.Resource], sectionSight{w.Name, w.Holds})
 			}
 		}
 		for _, key := range s.Resources {

@@ -311,7 +311,7 @@ func waitersLabel(peak, width int) string {
 	if peak < 0 {
 		return "waiters"
 	}
-	if long := "waiters " + strconv.Itoa(peak); len(long) < width {
+	if long := "waiters " + strconv.Itoa(peak); len(long) <= width {
 		return long
 	}
 	return "w" + strconv.Itoa(peak)
@@ -378,7 +378,8 @@ func logBucket(d, lo, hi time.Duration, n int) int {
 
 // overlaps are the stretches of time when two holders acted at once: a demo worker in its
 // section while another worker was in its own, or while another holder had the lock in Redis
-// (by more than overlapSlack). Holdings in Redis alone never overlap.
+// (by more than overlapSlack; for a holding known from the census only, between its first
+// and last sight). Holdings in Redis alone never overlap.
 func overlaps(k *keyHistory, now time.Time) [][2]time.Time {
 	var out [][2]time.Time
 	for i := range k.spans {
@@ -393,6 +394,9 @@ func overlaps(k *keyHistory, now time.Time) [][2]time.Time {
 			}
 			bFrom, bTo := b.from, b.until(now)
 			if !b.section {
+				if !b.obtained && !b.seen.IsZero() {
+					bTo = minTime(bTo, b.seen) // known from the census: held until its last sight
+				}
 				bFrom, bTo = bFrom.Add(overlapSlack), bTo.Add(-overlapSlack)
 				if !b.silent.IsZero() {
 					bTo = minTime(bTo, b.silent) // a crashed holder no longer acts
