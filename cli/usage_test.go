@@ -40,6 +40,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"demo", "--headless", "--duration", "-1s"}, "--duration -1s"},
 		{[]string{"demo", "--headless", "--workers", "65"}, "--workers 65 (want 1..64)"},
 		{[]string{"tui", "--scan-budget", "0", "--redis", url}, "more than 0"},
+		{[]string{"tui", "--group", "segment:0", "--redis", url}, "--group: key group rule \"segment:0\""},
+		{[]string{"--group", "regex:(", "--redis", url}, "--group: key group rule"},
 		{[]string{"demo", "--headless", "--resources", "33"}, "--resources 33 (want 1..32)"},
 		{[]string{"demo", "--headless", "--ttl", "100ms"}, "--ttl 100ms is too short"},
 		{[]string{"demo", "--headless", "--read-only", "--redis", url}, "demo cannot run with --read-only"},
