@@ -48,6 +48,17 @@ func (s *syncBuffer) String() string {
 // test's end), and waits until it serves.
 func startExporter(t *testing.T, args ...string) *exporterRun {
 	t.Helper()
+	return startExporterEnv(t, nil, args...)
+}
+
+// startExporterEnv is startExporter with env (KEY=VALUE) as the command's whole environment.
+func startExporterEnv(t *testing.T, env []string, args ...string) *exporterRun {
+	t.Helper()
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
 	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +68,7 @@ func startExporter(t *testing.T, args ...string) *exporterRun {
 	args = append([]string{"exporter", "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, args...)
 	go func() {
 		r.done <- runContext(ctx, args, IOStreams{In: strings.NewReader(""), Out: &syncBuffer{}, ErrOut: r.stderr},
-			func(string) string { return "" })
+			func(k string) string { return vars[k] })
 	}()
 	t.Cleanup(func() { r.stop(t) })
 	redistest.Eventually(t, "the exporter serves /healthz", func() bool {
@@ -502,5 +513,26 @@ func TestExporterRefusedTheCensus(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the exporter still runs 20 s after its census was refused")
+	}
+}
+
+// TestExporterContext: --context gives the exporter its servers, pattern and password as it
+// does every command.
+func TestExporterContext(t *testing.T) {
+	const secret = "ctx-pw"
+	srv := redistest.Start(t, redistest.WithArgs("--requirepass", secret))
+	c := srv.Client(func(o *redis.Options) { o.Password = secret })
+	for _, key := range []string{"lock:ctx:a", "other:ctx:b"} {
+		if err := c.Set(context.Background(), key, "token", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xdg := writeConfig(t, "contexts:\n  prod:\n    redis: [redis://"+srv.Addr+"]\n    pattern: \"other:*\"\n    password_env: PROD_PW\n")
+	r := startExporterEnv(t, []string{xdg, "PROD_PW=" + secret}, "--context", "prod")
+	r.waitMetrics(t, "the context's pattern", map[string]float64{
+		`lockscope_locks{group="ctx",format="opaque"}`: 1, // other:ctx:b, not lock:ctx:a
+	})
+	if strings.Contains(r.stderr.String(), secret) {
+		t.Errorf("the password is on stderr:\n%s", r.stderr)
 	}
 }
