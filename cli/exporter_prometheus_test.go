@@ -46,10 +46,7 @@ func startExporterProcess(tb testing.TB, bin string, args ...string) *exporterPr
 		tb.Fatal(err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	tb.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	})
+	tb.Cleanup(p.kill)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		select {
@@ -65,6 +62,12 @@ func startExporterProcess(tb testing.TB, bin string, args ...string) *exporterPr
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// kill ends the process (SIGKILL) and waits for it.
+func (p *exporterProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
 }
 
 // get returns the body of a 200 answer to GET path.
