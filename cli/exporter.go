@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -146,16 +145,4 @@ func runExporter(ctx context.Context, opts *exporterOptions) error {
 		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
 	}
 	return nil
-}
-
-// lockedWriter serializes the writes of several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
