@@ -51,7 +51,7 @@ func (c *Client) observe(o Observation) {
 // Tracer is WithTracer's hook around each Obtain, TryObtain and Release call: called as the
 // call begins (after its arguments are checked) with the caller's context, the call ("Obtain",
 // "TryObtain" or "Release") and the key, it returns the context the call's Redis requests run
-// under (e.g. with a span started in it) and end, which the call runs once, as it returns,
+// under (derived from ctx, e.g. with a span started in it: the call ends with it) and end, which the call runs once, as it returns,
 // with the Observation that concludes it: acquired or not_obtained, or released. A call
 // refused before it reaches Redis (ErrInvalid, a second Release) makes no span. Like the
 // observer, both run on the caller's goroutine and must not block.

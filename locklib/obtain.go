@@ -80,7 +80,8 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 			req.op = c.nextOpID()
 			if !wait {
 				err := fmt.Errorf("%w: %q was taken, but the answer came after its ttl had run out", ErrNotObtained, key)
-				finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Latency: latency, Err: err})
+				finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began),
+					Latency: latency, Err: err})
 				return nil, err
 			}
 			res = acquireResult{position: -1} // wait, and try again
@@ -93,7 +94,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 		}
 		if !wait {
 			err := notObtained(key, res)
-			finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Latency: latency, Err: err})
+			finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began), Latency: latency, Err: err})
 			return nil, err
 		}
 		if !queued {
