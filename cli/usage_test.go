@@ -42,6 +42,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"tui", "--scan-budget", "0", "--redis", url}, "more than 0"},
 		{[]string{"tui", "--group", "segment:0", "--redis", url}, "--group: key group rule \"segment:0\""},
 		{[]string{"--group", "regex:(", "--redis", url}, "--group: key group rule"},
+		{[]string{"demo", "--headless", "--group", "prefix:"}, "--group: key group rule"},
 		{[]string{"demo", "--headless", "--resources", "33"}, "--resources 33 (want 1..32)"},
 		{[]string{"demo", "--headless", "--ttl", "100ms"}, "--ttl 100ms is too short"},
 		{[]string{"demo", "--headless", "--read-only", "--redis", url}, "demo cannot run with --read-only"},
