@@ -19,11 +19,10 @@ import (
 )
 
 // lsRun is what one run of the built binary cost: wall time, the time to its first line of
-// output, its CPU time, its peak resident set, and the lines it wrote.
+// output, its peak resident set, and the lines it wrote.
 type lsRun struct {
 	wall, first time.Duration
-	cpu         time.Duration // user + system
-	rss         int64         // bytes
+	rss         int64 // bytes
 	lines       int
 }
 
@@ -61,7 +60,6 @@ func runLsBinary(b *testing.B, bin string, args ...string) lsRun {
 		b.Fatalf("%s %s: %v", bin, strings.Join(args, " "), err)
 	}
 	r.wall = time.Since(start)
-	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	r.rss = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // Linux reports KiB
 	return r
 }

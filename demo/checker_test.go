@@ -1,10 +1,13 @@
 package demo
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The proof must be able to fail: two sections with the same token (a lock service that
@@ -225,4 +228,47 @@ func TestSummarySaysWhatAShortRunMissed(t *testing.T) {
 	if strings.Contains(b.String(), "healthy scenario") {
 		t.Errorf("a healthy phase has no fault to miss:\n%s", b.String())
 	}
+}
+
+// TestCrashedHolderKeepsItsLock: a worker crashed holding its lock sends nothing more, its
+// release included: the lock stays in Redis with its value until its TTL runs out (the
+// crash scenario's promise; a release through locklib's release client once went through
+// the dead gate and freed it at once).
+func TestCrashedHolderKeepsItsLock(t *testing.T) {
+	t.Parallel()
+	e := embedded(t, 1)
+	c, err := Start(Config{Servers: e.Servers(false), Scenario: Healthy, TTL: 2 * time.Second, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	rdb := redis.NewClient(embeddedClientOptions(e.Addrs()[0]))
+	defer rdb.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Second)
+	freed := 0
+	for time.Now().Before(deadline) {
+		id := c.pickHolder()
+		if id == 0 {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		w, _ := c.worker(id)
+		key := w.snapshot().Resource
+		if err := c.CrashWorker(id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // a command already past the gate completes
+		before := rdb.Get(ctx, key).Val()
+		if !strings.HasPrefix(before, w.name+":") {
+			freed++ // it let go just before the crash, or the crash freed it: another try
+			continue
+		}
+		time.Sleep(300 * time.Millisecond)
+		if after := rdb.Get(ctx, key).Val(); after != before {
+			t.Fatalf("%s's lock on %s: %q after the crash, %q 300 ms later, want it kept until its TTL", w.name, key, before, after)
+		}
+		return
+	}
+	t.Fatalf("%d crashed holders' locks were gone 50 ms after the crash, none kept", freed)
 }

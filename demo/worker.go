@@ -81,6 +81,13 @@ func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 	for i := range c.cfg.Servers.Addrs {
 		cl := c.cfg.Servers.Dial(i)
 		cl.AddHook(gateHook{inc.gate, c.instances[i]})
+		// locklib releases through a WithTimeout clone of a client that does not bound reads by
+		// the context, and go-redis's clone does not run the hooks added to the client (v9.23):
+		// a crashed worker's release went through its dead gate and freed the lock at once. A
+		// client that bounds reads by the context is used as it is, hooks and all.
+		if rc, ok := cl.(*redis.Client); ok {
+			rc.Options().ContextTimeoutEnabled = true
+		}
 		inc.clients = append(inc.clients, cl)
 	}
 	if c.cfg.Lock == Naive {

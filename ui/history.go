@@ -229,8 +229,16 @@ func (h *lockHistory) observed(id, holder, value string, at, acquiredAt time.Tim
 	switch s := k.holding(value); {
 	case s == nil || s.reCreated(at, k.locklib): // new, or the key re-created with the same value
 		from := at
-		if k.lastHeld() == nil && !acquiredAt.IsZero() && acquiredAt.Before(at) {
+		prev := k.lastHeld()
+		switch sec := k.workerSection(holder); {
+		case prev == nil && !acquiredAt.IsZero() && acquiredAt.Before(at):
 			from = maxTime(acquiredAt, at.Add(-h.window)) // the first holding seen: its value dates it
+		case sec != nil && sec.from.Before(at):
+			// A demo worker works only once it holds the lock: before the census saw it.
+			from = sec.from
+			if prev != nil {
+				from = maxTime(from, maxTime(prev.from, prev.seen))
+			}
 		}
 		s := holdSpan{holder: holder, value: value, from: from, seen: at}
 		s.renew(at, ttl)
@@ -359,6 +367,16 @@ func (k *keyHistory) lastHeld() *holdSpan {
 	for i := len(k.spans) - 1; i >= 0; i-- {
 		if !k.spans[i].section {
 			return &k.spans[i]
+		}
+	}
+	return nil
+}
+
+// workerSection is worker's open section (a demo worker's name is its node), or nil.
+func (k *keyHistory) workerSection(worker string) *holdSpan {
+	for i := len(k.spans) - 1; i >= 0; i-- {
+		if s := &k.spans[i]; s.section && s.open() && s.holder == worker {
+			return s
 		}
 	}
 	return nil

@@ -181,6 +181,20 @@ func TestHistorySectionsAndCrash(t *testing.T) {
 	if got := overlaps(h.of("k"), at(2)); len(got) != 1 || !got[0][0].Equal(at(0.2)) || !got[0][1].Equal(at(0.2)) {
 		t.Errorf("overlaps %v, want the one sight of both at 0.2", got)
 	}
+	if got := overlaps(h.of("k"), at(0.6)); len(got) != 0 {
+		t.Errorf("overlaps %v 0.4 s after: drawn before the events and reads of the moment could come in", got)
+	}
+
+	// The census sees the value of a worker in its section after it began: the holding began
+	// when the worker was seen working, not before the holding the census saw last.
+	h.track("n", at(0))
+	h.observed("n", "w1", "v1", at(0), time.Time{}, time.Second, -1)
+	h.sections("n", at(0.5), []sectionSight{{"w2", 1}})
+	h.observed("n", "w2", "v2", at(1), time.Time{}, time.Second, -1)
+	h.sections("n", at(1.2), []sectionSight{{"w3", 1}})
+	h.observed("n", "w1", "v1", at(0.4), time.Time{}, time.Second, -1) // a record read before, delivered late: nothing new
+	h.observed("n", "w3", "v3", at(2), time.Time{}, time.Second, -1)
+	checkSpans(t, &h, "n", "w1[0,0.5)4 w2{0.5,0.5} w2[0.5,1.2)4 w3{1.2,1.2} w3[1.2,…)0 ")
 
 	h.held("c", "w1", "v1", at(0), 2*time.Second, true)
 	h.mark("c", "w1", markCrash, at(1))

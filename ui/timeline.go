@@ -44,6 +44,10 @@ const timelineLanes = 8
 // it of the start or end of another holder's holding is not an overlap.
 const overlapSlack = 10 * time.Millisecond
 
+// overlapSettle is how long before now an overlap is not drawn yet: the demo's snapshots come
+// in ahead of the events and census reads of the same moment (a release, an acquisition).
+const overlapSettle = 500 * time.Millisecond
+
 // timelineView is what the pictures need besides the history.
 type timelineView struct {
 	now   time.Time
@@ -136,7 +140,11 @@ func timelineLines(k *keyHistory, v timelineView) []string {
 	lines = append(lines, strings.Repeat(" ", labelW)+st.dim.Render(timeAxis(v.span, cells)))
 	spark, peak := waitersLine(k, start, v.now, cells, st)
 	lines = append(lines, st.label.Render(timelineLabel(waitersLabel(peak, labelW-1), labelW))+spark)
-	return append(lines, holdsLines(k, start, v, st)...)
+	lines = append(lines, holdsLines(k, start, v, st)...)
+	for i := range lines {
+		lines[i] = fitLine(lines[i], v.width) // the words under the picture, at narrow widths
+	}
+	return lines
 }
 
 // covers says whether [a, b] covers any of [lo, hi).
@@ -402,7 +410,7 @@ func overlaps(k *keyHistory, now time.Time) [][2]time.Time {
 					bTo = minTime(bTo, b.silent) // a crashed holder no longer acts
 				}
 			}
-			from, to := maxTime(a.from, bFrom), minTime(a.to, bTo)
+			from, to := maxTime(a.from, bFrom), minTime(minTime(a.to, bTo), now.Add(-overlapSettle))
 			if !from.After(to) {
 				out = append(out, [2]time.Time{from, to})
 			}

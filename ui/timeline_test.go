@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/lockscope/lockscope/demo"
@@ -240,4 +242,24 @@ func censusOnly(t *testing.T, width, height int) *Model {
 
 func TestGoldenTimelineCensusOnly120x30(t *testing.T) {
 	golden.RequireEqual(t, censusOnly(t, 120, 30).View().Content)
+}
+
+// TestTimelineFitsEveryWidth: at every width from 1 to 130 columns, every line of every
+// scenario's pictures fits (nothing wraps on screen) and nothing panics.
+func TestTimelineFitsEveryWidth(t *testing.T) {
+	for name, scenario := range map[string]func(*testing.T, int, int) *Model{
+		"hand-offs": handOffsAndGap, "crash": crashGap, "stale": staleRefused, "naive": naiveOverlap, "census": censusOnly,
+	} {
+		m := scenario(t, 120, 30)
+		k := m.history.of(m.table.selKey)
+		for width := 1; width <= 130; width++ {
+			for _, span := range timelineZooms {
+				for i, line := range timelineLines(k, timelineView{now: m.now, span: span, width: width, st: m.st}) {
+					if w := lipgloss.Width(line); w > width {
+						t.Fatalf("%s at %d columns, %v: line %d is %d wide: %q", name, width, span, i, w, ansi.Strip(line))
+					}
+				}
+			}
+		}
+	}
 }

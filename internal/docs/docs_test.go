@@ -121,8 +121,7 @@ func checkSnippets(text string, examples map[string]string) (updated string, blo
 }
 
 // exampleBodies maps "dir.ExampleName" to the body of every Example function in the
-// repository's test files, nested modules included (locklib/extra/lockprom's examples are
-// in docs/locklib.md), as the docs show it.
+// module's test files, as the docs show it. Nested modules (bench/) have docs of their own.
 func exampleBodies(t *testing.T) map[string]string {
 	t.Helper()
 	bodies := map[string]string{}
@@ -135,7 +134,7 @@ func exampleBodies(t *testing.T) map[string]string {
 				return nil
 			}
 			name := d.Name()
-			if strings.HasPrefix(name, ".") || name == "testdata" {
+			if strings.HasPrefix(name, ".") || name == "testdata" || fileExists(filepath.Join(p, "go.mod")) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -160,6 +159,11 @@ func exampleBodies(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	return bodies
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // fileExamples maps each Example function of file to its body as the docs show it: one tab
