@@ -2,14 +2,21 @@
 GO       ?= go
 FUZZTIME ?= 5s
 
-.PHONY: test short deps fmt-check tidy-check lint vet unit fuzz bench soak
+.PHONY: test short deps fmt-check tidy tidy-check core-deps-check lint vet unit fuzz bench soak
 
-test: deps fmt-check tidy-check vet lint unit fuzz
+# Every Go module of the repository: the root; the comparison benchmarks; locklib's
+# metrics and tracing adapters, modules of their own (as go-redis's extra/) so that an
+# importer of locklib never downloads Prometheus or OpenTelemetry.
+MODULES := . bench locklib/extra/lockprom locklib/extra/lockotel
+# each runs a command in every module, stopping at the first that fails
+each = set -e; for m in $(MODULES); do echo "$$m: $(1)"; (cd $$m && $(1)); done
+
+test: deps fmt-check tidy-check core-deps-check vet lint unit fuzz
 
 # The inner loop: every package's tests with -short (the histories and the slow
 # end-to-end, cluster and restart tests skip: redistest.Slow), under a minute on 2 cores.
 short: deps
-	$(GO) test -race -short ./...
+	@$(call each,$(GO) test -race -short ./...)
 
 deps:
 	@scripts/deps.sh
@@ -18,23 +25,34 @@ fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# go.mod and go.sum of both modules must be exactly what `go mod tidy` writes.
+# go.mod and go.sum of every module must be exactly what `go mod tidy` writes. The
+# modules under locklib/extra import the root module's packages (with replace), so a change
+# of those packages' imports can need `make tidy`, which tidies every module.
 tidy-check:
-	$(GO) mod tidy -diff
-	cd bench && $(GO) mod tidy -diff
+	@$(call each,$(GO) mod tidy -diff)
+
+tidy:
+	@$(call each,$(GO) mod tidy)
+
+# The core module (locklib and all) must not depend on what only the adapters need.
+ADAPTER_DEPS := prometheus|opentelemetry
+core-deps-check:
+	@if grep -E '$(ADAPTER_DEPS)' go.mod go.sum; then \
+		echo "core-deps-check: the root module's go.mod/go.sum name an adapter's dependency (above)"; exit 1; fi
+	@deps=$$($(GO) list -deps -test ./locklib/...) || exit 1; \
+	if echo "$$deps" | grep -E '$(ADAPTER_DEPS)'; then \
+		echo "core-deps-check: locklib imports an adapter's dependency (above)"; exit 1; fi
 
 # staticcheck, pinned; `go run` fetches it from the module proxy once and caches it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
-	$(GO) run $(STATICCHECK) ./...
-	cd bench && $(GO) run $(STATICCHECK) ./...
+	@$(call each,$(GO) run $(STATICCHECK) ./...)
 
 vet:
-	$(GO) vet ./...
-	cd bench && $(GO) vet ./...
+	@$(call each,$(GO) vet ./...)
 
 unit:
-	$(GO) test -race -timeout 9m ./...
+	@$(call each,$(GO) test -race -timeout 9m ./...)
 
 # A short run of every fuzz target; longer: make fuzz FUZZTIME=10m
 fuzz:
@@ -59,5 +77,4 @@ soak: deps
 
 # Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
-	cd bench && $(GO) test -run='^$$' -bench=. -benchmem ./...
+	@$(call each,$(GO) test -run='^$$' -bench=. -benchmem ./...)

@@ -19,10 +19,11 @@ import (
 )
 
 // lsRun is what one run of the built binary cost: wall time, the time to its first line of
-// output, its peak resident set, and the lines it wrote.
+// output, its CPU time, its peak resident set, and the lines it wrote.
 type lsRun struct {
 	wall, first time.Duration
-	rss         int64 // bytes
+	cpu         time.Duration // user + system
+	rss         int64         // bytes
 	lines       int
 }
 
@@ -60,6 +61,7 @@ func runLsBinary(b *testing.B, bin string, args ...string) lsRun {
 		b.Fatalf("%s %s: %v", bin, strings.Join(args, " "), err)
 	}
 	r.wall = time.Since(start)
+	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	r.rss = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // Linux reports KiB
 	return r
 }

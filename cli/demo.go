@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/demo"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/scanner"
 	"github.com/lockscope/lockscope/ui"
 )
@@ -37,6 +38,7 @@ type demoOptions struct {
 	Headless  bool
 	JSON      bool
 	Compare   bool
+	Group     string // --group: the console's key groups (keygroup.Parse)
 }
 
 func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
@@ -77,6 +79,7 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	fl.BoolVar(&opts.Headless, "headless", false, "no console: run, print a summary, exit 10 when locklib's run was unsafe")
 	fl.BoolVar(&opts.JSON, "json", false, "with --headless: the summary as JSON")
 	fl.BoolVar(&opts.Compare, "compare", false, "run locklib and the naive lock side by side (same scenario and seed, at the same time)")
+	addGroupFlag(fl, &opts.Group, "the console's contention overview (o; segment:3: one group per resource)")
 	return cmd
 }
 
@@ -110,6 +113,10 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	}
 	if opts.Redlock < 0 {
 		return withExit(exitUsage, fmt.Errorf("--redlock %d: want the number of instances", opts.Redlock))
+	}
+	group, err := groupRule(opts.Group)
+	if err != nil {
+		return err
 	}
 	duration := opts.Duration
 	if opts.Headless && duration == 0 {
@@ -145,7 +152,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		case <-run.ctrl.Done():
 		case <-ctx.Done():
 		}
-	} else if err := runDemoConsole(ctx, opts, run, view, demoScanner(opts, scenario, view)); err != nil {
+	} else if err := runDemoConsole(ctx, opts, run, view, demoScanner(opts, scenario, view), group); err != nil {
 		run.stop()
 		removeDemoKeys(opts, run.remover)
 		return err
@@ -193,7 +200,7 @@ func startDemo(compare bool, cfg demo.Config) (demoRun, error) {
 }
 
 // runDemoConsole shows the run on the console until the operator quits (or --duration ends).
-func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view connect.Target, census *scanner.Scanner) error {
+func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view connect.Target, census *scanner.Scanner, group keygroup.Rule) error {
 	uiCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -211,6 +218,7 @@ func runDemoConsole(ctx context.Context, opts *demoOptions, run demoRun, view co
 		StuckAfter:  opts.Conn.StuckAfter,
 		TargetLabel: "demo on " + run.ctrl.Label(),
 		Demo:        run.ctrl,
+		Group:       &group,
 	}
 	if run.naive != nil { // not a typed nil in the interface
 		o.DemoCompare = run.naive

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"sync"
 
 	"github.com/lockscope/lockscope/present"
 )
@@ -23,4 +24,17 @@ func printf(w io.Writer, format string, args ...any) error {
 func writeRendered(w io.Writer, b []byte) error {
 	_, err := w.Write(b)
 	return err
+}
+
+// lockedWriter serializes the writes of several goroutines to one stream (the exporter's
+// census log, failover follower and serving line to stderr); printf still formats them.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -29,12 +29,18 @@ func Run(args []string) int {
 // run executes args with the given streams and environment: Run for the process, tests
 // in-process. Errors are printed as one line on ErrOut; the result is the exit code.
 func run(args []string, ios IOStreams, getenv func(string) string) int {
+	return runContext(context.Background(), args, ios, getenv)
+}
+
+// runContext is run until ctx ends: a test stops a long-running command (the exporter) by
+// cancelling it, as a signal does.
+func runContext(ctx context.Context, args []string, ios IOStreams, getenv func(string) string) int {
 	root := newRootCmd(ios, getenv)
 	root.SetArgs(args)
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -63,7 +69,7 @@ func newRootCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	root.AddCommand(newContextsCmd(ios, env.base))
 	root.AddCommand(newVersionCmd(ios))
 	root.AddCommand(newLsCmd(ios, getenv), newShowCmd(ios, getenv), newReleaseCmd(ios, getenv),
-		newExtendCmd(ios, getenv), newAuditCmd(ios, getenv))
+		newExtendCmd(ios, getenv), newAuditCmd(ios, getenv), newExporterCmd(ios, getenv))
 	root.AddCommand(newTUICmd(ios, env))
 	root.AddCommand(newDemoCmd(ios, getenv))
 	root.RunE = tuiRunE(ios, env) // `lockscope` alone opens the console

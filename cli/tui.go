@@ -24,6 +24,8 @@ type tuiOptions struct {
 	// ScanBudget is --scan-budget: the share of each server's time the background re-scan
 	// may take (scanner.Options.ScanBudget).
 	ScanBudget float64
+	// Group is --group: the rule of the contention overview's key groups (keygroup.Parse).
+	Group string
 	// Label names the --context in the status bar; Contexts and Switch are the `:` line's.
 	Label    string
 	Contexts []string
@@ -38,6 +40,8 @@ func addTUIFlags(cmd *cobra.Command) {
 	b := budgetValue(scanner.DefaultScanBudget)
 	cmd.Flags().Var(&b, flagScanBudget, "share of each server's time the console's background re-scan may use, "+
 		"as a percentage (2%) or a fraction (0.02); 100% re-scans at full speed")
+	var group string
+	addGroupFlag(cmd.Flags(), &group, "the contention overview (o)")
 }
 
 // newTUICmd is `lockscope tui`: the live console. `lockscope` with no subcommand runs it too.
@@ -67,7 +71,8 @@ func tuiRunE(ios IOStreams, env *contextEnv) func(*cobra.Command, []string) erro
 // give them.
 func consoleOptions(cmd *cobra.Command, ios IOStreams, env *contextEnv) *tuiOptions {
 	budget := float64(*cmd.Flags().Lookup(flagScanBudget).Value.(*budgetValue))
-	opts := &tuiOptions{IO: ios, Conn: connectionFlags(cmd, env.getenv), ScanBudget: budget}
+	group, _ := cmd.Flags().GetString(flagGroup)
+	opts := &tuiOptions{IO: ios, Conn: connectionFlags(cmd, env.getenv), ScanBudget: budget, Group: group}
 	if name, _ := cmd.Flags().GetString(flagContext); name != "" {
 		opts.Label = "context " + name
 	}
@@ -81,6 +86,10 @@ func consoleOptions(cmd *cobra.Command, ios IOStreams, env *contextEnv) *tuiOpti
 
 // runTUI connects and runs the console until the user quits.
 func runTUI(ctx context.Context, opts *tuiOptions) error {
+	rule, err := groupRule(opts.Group)
+	if err != nil {
+		return err
+	}
 	t, err := opts.Conn.open(ctx, opts.IO.ErrOut)
 	if err != nil {
 		return err
@@ -98,6 +107,7 @@ func runTUI(ctx context.Context, opts *tuiOptions) error {
 		TargetLabel: opts.Label,
 		Contexts:    opts.Contexts,
 		Switch:      opts.Switch,
+		Group:       &rule,
 	})
 	return describeError(t, err)
 }

@@ -176,7 +176,7 @@ type Folder struct {
 	max    int
 	passed map[string]struct{}
 	// folded holds a hash of each distinct folded group (a fixed 8 bytes each, whatever the
-	// group's length), only to count them.
+	// group's length), only to count them, up to MaxFoldedCounted.
 	folded map[uint64]struct{}
 	seed   maphash.Seed
 }
@@ -205,11 +205,19 @@ func (f *Folder) Fold(group string) string {
 		f.passed[strings.Clone(group)] = struct{}{}
 		return group
 	}
-	f.folded[maphash.String(f.seed, group)] = struct{}{}
+	if len(f.folded) < MaxFoldedCounted {
+		f.folded[maphash.String(f.seed, group)] = struct{}{}
+	}
 	return Other
 }
 
-// Folded counts the distinct groups folded into Other so far.
+// MaxFoldedCounted bounds Folded: keys with an id where the group is (lock:<uuid>) would
+// otherwise grow a long-running process's count of distinct folded groups forever. Counting
+// up to it costs at most a few MiB.
+const MaxFoldedCounted = 1 << 17
+
+// Folded counts the distinct groups folded into Other so far, up to MaxFoldedCounted (then
+// it stays there: at least that many).
 func (f *Folder) Folded() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

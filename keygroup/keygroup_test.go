@@ -144,3 +144,19 @@ func FuzzGroup(f *testing.F) {
 		}
 	})
 }
+
+// TestFoldedCountIsBounded: past MaxFoldedCounted distinct folded groups the count (and the
+// memory behind it) stops growing.
+func TestFoldedCountIsBounded(t *testing.T) {
+	f := NewFolder(1)
+	f.Fold("kept")
+	for i := range MaxFoldedCounted + 1000 {
+		f.Fold(fmt.Sprintf("g%d", i))
+	}
+	if got := f.Folded(); got != MaxFoldedCounted {
+		t.Errorf("Folded() = %d, want %d", got, MaxFoldedCounted)
+	}
+	if len(f.folded) != MaxFoldedCounted {
+		t.Errorf("%d hashes kept, want %d", len(f.folded), MaxFoldedCounted)
+	}
+}

@@ -49,6 +49,15 @@
 // safe then. [WithReplicas] waits until n replicas confirm each acquisition and renewal,
 // which narrows that window without closing it (docs/locklib.md, "Sentinel, replicas and WAIT").
 //
+// # Metrics and tracing
+//
+// [WithObserver] passes a function every lifecycle step ([Observation]): acquired with its
+// wait, not obtained, renewed, lost, released with its hold time. [WithTracer] wraps every
+// Obtain, TryObtain and Release in a [Tracer] that receives the caller's context, returns
+// the one the call's Redis requests run under, and is told how the call ended: a span. Both
+// are dependency-free; ready Prometheus and OpenTelemetry adapters are the separate modules
+// locklib/extra/lockprom and locklib/extra/lockotel (docs/locklib.md, "Metrics and tracing").
+//
 // # Errors
 //
 // Switch on errors with [errors.Is]: [ErrNotObtained] (taken, or the context ended: the

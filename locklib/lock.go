@@ -158,6 +158,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: %q was already released", ErrNotHeld, l.h.key)
 	}
 	l.released = true
+	wasLost := l.err != nil
 	l.expiry.Stop()
 	dog := l.dog
 	l.mu.Unlock()
@@ -165,6 +166,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		dog.stop() // returns once no renewal can be in flight
 	}
 
+	ctx, end := l.c.startCall(ctx, "Release", l.h.key)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	start := time.Now()
@@ -172,7 +174,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err != nil && !errors.Is(err, ErrNotHeld) {
 		err = backendError("release", l.h.key, err)
 	}
-	l.c.observe(Observation{Type: EventReleased, Key: l.h.key, Hold: time.Since(l.acquiredAt), Latency: time.Since(start), Err: err})
+	o := Observation{Type: EventReleased, Key: l.h.key, Hold: time.Since(l.acquiredAt), Latency: time.Since(start), Err: err,
+		WasLost: wasLost}
+	l.c.observe(o)
+	end(o)
 	return err
 }
 

@@ -1,6 +1,9 @@
 package locklib
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EventType names a lock lifecycle step: the Type of an Observation, and of the events
 // published on protocol.EventsChannel (protocol.Event, whose Type is its string).
@@ -32,11 +35,34 @@ type Observation struct {
 	Hold     time.Duration // released / lost: time since acquisition
 	Latency  time.Duration // the Redis call behind this step (attempt, renewal, release)
 	TTL      time.Duration // renewed: the TTL Redis reports after the renewal
-	Err      error         // renew_failed / lost / not_obtained: why
+	Err      error         // renew_failed / lost / not_obtained: why; released: Release's result
+	// WasLost is set on released when the lock had been lost before (its lost Observation
+	// came first, or comes at the same time from another goroutine): a gauge of held locks
+	// counts the lock down once, at whichever of the two it sees first.
+	WasLost bool
 }
 
 func (c *Client) observe(o Observation) {
 	if c.cfg.observer != nil {
 		c.cfg.observer(o)
 	}
+}
+
+// Tracer is WithTracer's hook around each Obtain, TryObtain and Release call: called as the
+// call begins (after its arguments are checked) with the caller's context, the call ("Obtain",
+// "TryObtain" or "Release") and the key, it returns the context the call's Redis requests run
+// under (derived from ctx, e.g. with a span started in it: the call ends with it) and end, which the call runs once, as it returns,
+// with the Observation that concludes it: acquired or not_obtained, or released. A call
+// refused before it reaches Redis (ErrInvalid, a second Release) makes no span. Like the
+// observer, both run on the caller's goroutine and must not block.
+type Tracer func(ctx context.Context, call, key string) (context.Context, func(Observation))
+
+func noEnd(Observation) {}
+
+// startCall runs the Tracer, if any, as a call begins.
+func (c *Client) startCall(ctx context.Context, call, key string) (context.Context, func(Observation)) {
+	if c.cfg.tracer == nil {
+		return ctx, noEnd
+	}
+	return c.cfg.tracer(ctx, call, key)
 }

@@ -30,6 +30,15 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	if err := validateLock(key, lc); err != nil {
 		return nil, err
 	}
+	call := "TryObtain"
+	if wait {
+		call = "Obtain"
+	}
+	ctx, end := c.startCall(ctx, call, key)
+	finish := func(o Observation) {
+		c.observe(o)
+		end(o)
+	}
 	req := acquireRequest{key: key, value: c.newValue(key, lc), ttl: ttl, reentrant: lc.reentrant,
 		op: c.nextOpID(), queue: wait}
 	var wake <-chan struct{}
@@ -51,7 +60,7 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	queued := false
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(req, attempt-1, began, ctxEnded(key, err))
+			return nil, c.giveUp(req, attempt-1, began, ctxEnded(key, err), finish)
 		}
 		req.start = time.Now()
 		req.waited = req.start.Sub(began)
@@ -59,9 +68,9 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 		latency := time.Since(req.start)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, c.giveUp(req, attempt, began, ctxEnded(key, ctxErr))
+				return nil, c.giveUp(req, attempt, began, ctxEnded(key, ctxErr), finish)
 			}
-			return nil, c.giveUp(req, attempt, began, backendError("acquire", key, err))
+			return nil, c.giveUp(req, attempt, began, backendError("acquire", key, err), finish)
 		}
 		if res.acquired && !time.Now().Before(res.validUntil) {
 			// The answer came after the lock's validity had passed: it may be someone
@@ -71,20 +80,21 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 			req.op = c.nextOpID()
 			if !wait {
 				err := fmt.Errorf("%w: %q was taken, but the answer came after its ttl had run out", ErrNotObtained, key)
-				c.observe(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Latency: latency, Err: err})
+				finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began),
+					Latency: latency, Err: err})
 				return nil, err
 			}
 			res = acquireResult{position: -1} // wait, and try again
 		}
 		if res.acquired {
 			l := c.newLock(req, res, lc)
-			c.observe(Observation{Type: EventAcquired, Key: key, Token: l.Token(), Waiters: res.waiters,
+			finish(Observation{Type: EventAcquired, Key: key, Token: l.Token(), Waiters: res.waiters,
 				Attempts: attempt, Wait: time.Since(began), Latency: latency})
 			return l, nil
 		}
 		if !wait {
 			err := notObtained(key, res)
-			c.observe(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Latency: latency, Err: err})
+			finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began), Latency: latency, Err: err})
 			return nil, err
 		}
 		if !queued {
@@ -113,14 +123,15 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	}
 }
 
-// giveUp ends a failed Obtain and reports it to the observer. An attempt whose answer did
-// not come (context ended, backend error) may still have taken the lock or queued the
-// waiter, and a release of this client may hand it the lock: the store cleans up after it.
-func (c *Client) giveUp(req acquireRequest, attempts int, began time.Time, err error) error {
+// giveUp ends a failed Obtain and reports it to finish (the observer and the Tracer's
+// end). An attempt whose answer did not come (context ended, backend error) may still have
+// taken the lock or queued the waiter, and a release of this client may hand it the lock:
+// the store cleans up after it.
+func (c *Client) giveUp(req acquireRequest, attempts int, began time.Time, err error, finish func(Observation)) error {
 	if attempts > 0 {
 		c.abandon(req)
 	}
-	c.observe(Observation{Type: EventNotObtained, Key: req.key, Attempts: attempts, Wait: time.Since(began), Err: err})
+	finish(Observation{Type: EventNotObtained, Key: req.key, Attempts: attempts, Wait: time.Since(began), Err: err})
 	return err
 }
 

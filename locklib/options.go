@@ -34,6 +34,7 @@ type config struct {
 	backoffBase time.Duration     // first back-off step of a waiting Obtain
 	backoffCap  time.Duration     // largest back-off step: what a lost wake-up can cost at most
 	observer    func(Observation) // nil: no observations
+	tracer      Tracer            // nil: no spans
 	events      bool              // publish lifecycle events on protocol.EventsChannel
 	// fenceRetention is how long a fencing counter outlives each acquisition at least
 	// (WithFenceRetention; 0: as long as the lock's ttl).
@@ -85,6 +86,10 @@ func WithBackoff(base, cap time.Duration) Option {
 // with durations, for metrics. f is called synchronously on the goroutine that did the step,
 // so it must be fast and must not block.
 func WithObserver(f func(Observation)) Option { return option(func(c *config) { c.observer = f }) }
+
+// WithTracer runs t around every Obtain, TryObtain and Release, with the caller's context:
+// for spans (locklib/extra/lockotel.NewTracer makes OpenTelemetry ones). See Tracer.
+func WithTracer(t Tracer) Option { return option(func(c *config) { c.tracer = t }) }
 
 // WithEvents turns publishing of lifecycle events on protocol.EventsChannel on (the default) or off.
 // Most events are published from inside the lock scripts, so they cost no extra round

@@ -335,6 +335,10 @@ const hintsHealthCheck = 30 * time.Second
 func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *redis.Client, dirty *dirtyKeys, lost func()) {
 	defer client.Close()
 	defer sub.Close()
+	// A receive waits up to hintsHealthCheck whatever ctx says: closing the subscriber ends it
+	// when ctx does, so a stopped Watch leaves no goroutine behind for half a minute.
+	stop := context.AfterFunc(ctx, func() { _ = sub.Close() })
+	defer stop()
 	for ctx.Err() == nil {
 		msg, err := sub.ReceiveTimeout(ctx, hintsHealthCheck)
 		var netErr net.Error

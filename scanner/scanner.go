@@ -116,6 +116,19 @@ type Update struct {
 	Clock ServerClock
 }
 
+// ErrText is what failed, for people: Err's text after the server concerned, if one is
+// (UpdateRetrying, UpdateError).
+func (u Update) ErrText() string {
+	s := "unknown error"
+	if u.Err != nil {
+		s = u.Err.Error()
+	}
+	if u.Addr != "" {
+		s = u.Addr + ": " + s
+	}
+	return s
+}
+
 // ErrGone is returned by Get for a key that exists on no server.
 var ErrGone = errors.New("scanner: key does not exist")
 

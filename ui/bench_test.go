@@ -7,12 +7,16 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/lockscope/lockscope/keygroup"
+	"github.com/lockscope/lockscope/locklib"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -290,4 +294,160 @@ func BenchmarkCensusBatchHistory(b *testing.B) {
 			m.recordCensus(batch)
 		}
 	})
+}
+
+// BenchmarkContentionMillionLocks is what the contention overview's aggregator adds to the
+// console's work on a batch of 5,000 records, on a census of 1,000,000 locks, side by side:
+// "console" is the census path of a batch (fence-jump check, the pictures' history, the
+// set's update) without the aggregator (the set's watch hook unset); the others are the
+// aggregator's own work on the same 5,000 row changes, as the hook gets them. "reread": every
+// value as before (the steady state of a following console); "newholders": every lock has
+// another holder (every record a hand-off: the worst case), with the default rule and with a
+// regex rule.
+func BenchmarkContentionMillionLocks(b *testing.B) {
+	const n, batchLen = 1_000_000, 5000
+	regex, err := keygroup.Parse(`regex:^lock:([a-z]+):`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := millionLocks(n)
+	same := all[n/2 : n/2+batchLen]
+	other := slices.Clone(same)
+	for i := range other {
+		v := other[i].Value
+		other[i].Value = v[:len(v)-16] + fmt.Sprintf("%016x", n+i) // another acquisition's random part
+	}
+	m := loadedModel(b, 0, viewQuery{sort: present.SortByTTL})
+	m.locks.apply(all, 1)
+	m.locks.watch = nil
+	b.Run("console", func(b *testing.B) {
+		for b.Loop() {
+			m.observeTokens(same)
+			m.recordCensus(same)
+			m.locks.apply(same, 2)
+		}
+	})
+	// The row changes of the batch: as first read, read again, and with other holders.
+	rowsOf := func(set *lockSet) []*lockRow { return slices.Clone(set.rows) }
+	set := newLockSet(false)
+	set.apply(same, 1)
+	first := rowsOf(&set)
+	set.apply(same, 2)
+	again := rowsOf(&set)
+	set.apply(other, 3)
+	moved := rowsOf(&set)
+	for _, bc := range []struct {
+		name     string
+		from, to []*lockRow
+		rule     *keygroup.Rule
+	}{
+		{"reread/contention", first, again, nil},
+		{"newholders/contention", first, moved, nil},
+		{"newholders/contention-regex", first, moved, &regex},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := newContention(keygroup.Default, false, func() time.Time { return t0 })
+			if bc.rule != nil {
+				c.rule = *bc.rule
+			}
+			for _, r := range bc.from {
+				c.observeRow(nil, r)
+			}
+			for i := 0; b.Loop(); i++ {
+				from, to := bc.from, bc.to
+				if i%2 == 1 { // back and forth: each change a hand-off again
+					from, to = to, from
+				}
+				for j := range to {
+					c.observeRow(from[j], to[j])
+				}
+			}
+			if moves := bc.to[0].value != bc.from[0].value; moves != (handoffsIn(c) > 0) {
+				b.Fatalf("%d hand-offs counted; holders changed: %v", handoffsIn(c), moves)
+			}
+		})
+	}
+}
+
+// handoffsIn is every hand-off in c's window.
+func handoffsIn(c *contention) int {
+	n := 0
+	for _, g := range c.groups {
+		for _, h := range g.handoffs {
+			n += int(h)
+		}
+	}
+	return n
+}
+
+// BenchmarkOverviewFrame is one frame of the contention overview with 1,000,000 locks loaded
+// in 101 groups (100 and _other), every bucket of the window holding hand-offs.
+func BenchmarkOverviewFrame(b *testing.B) {
+	const n = 1_000_000
+	m := loadedModel(b, 0, viewQuery{sort: present.SortByTTL})
+	m.watchContention()
+	all := millionLocks(n)
+	for i := range all {
+		all[i].Key = fmt.Sprintf("lock:g%d:%d", i%150, i)
+	}
+	m.locks.apply(all, 1)
+	for _, g := range m.contention.groups {
+		for i := range g.handoffs {
+			g.handoffs[i], g.waiters[i] = uint32(i), uint32(i%7)
+		}
+	}
+	m.contention.since = t0.Add(-contentionWindow)
+	typeKeys(m, "o")
+	if !strings.Contains(screen(m), "_other") {
+		b.Fatalf("no _other on screen:\n%s", screen(m))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = m.View()
+	}
+}
+
+// BenchmarkContentionMemory is the heap the aggregator holds at its bounds: the live heap of a
+// console fed 1,000,000 locks in 150 would-be groups (100 kept, the rest in _other), then
+// 100,000 of them gone from the census and 100,000 keys locklib's events spoke of (more than
+// it remembers), with the aggregator and without it (the same records, the hook unset).
+func BenchmarkContentionMemory(b *testing.B) {
+	const n = 1_000_000
+	all := millionLocks(n)
+	for i := range all {
+		all[i].Key = fmt.Sprintf("lock:g%d:%d", i%150, i)
+	}
+	gone := make([]scanner.Lock, 100_000)
+	for i := range gone {
+		gone[i] = scanner.Lock{Key: all[i].Key, Gone: true}
+	}
+	events := make([]protocol.Event, 100_000)
+	for i := range events {
+		events[i] = protocol.Event{Type: string(locklib.EventAcquired), Key: fmt.Sprintf("lock:e%d:1", i), Value: all[i].Value}
+	}
+	heapOf := func(on bool) uint64 {
+		m := loadedModel(b, 0, viewQuery{sort: present.SortByTTL})
+		if !on {
+			m.locks.watch = nil
+		}
+		m.locks.apply(all, 1)
+		m.locks.apply(gone, 2)
+		if on {
+			for _, ev := range events {
+				m.contention.observeEvent(ev, m.censusHolder)
+			}
+			if len(m.contention.groups) != maxGroups+1 || len(m.contention.remembered) != maxRememberedKeys {
+				b.Fatalf("%d groups, %d remembered", len(m.contention.groups), len(m.contention.remembered))
+			}
+		}
+		h := liveHeap()
+		runtime.KeepAlive(m)
+		return h
+	}
+	var without, with uint64
+	for b.Loop() {
+		without, with = heapOf(false), heapOf(true)
+	}
+	b.ReportMetric(float64(int64(with)-int64(without))/(1<<20), "aggregator-MB")
+	b.ReportMetric(float64(without)/(1<<20), "console-MB")
 }

@@ -236,6 +236,7 @@ func (m *Model) onSession(msg sessionMsg) tea.Cmd {
 	m.keys.Audit.SetEnabled(s.Admin != nil)
 	m.status = newStatusBar(s.Target, s.Label, m.readOnly)
 	m.locks, m.waiters, m.passGen = newLockSet(s.Target.Mode == connect.Independent), map[string]int{}, 0
+	m.watchContention()
 	m.fence, m.jumpLines, m.jumpsUnlogged = fenceJumps{}, 0, 0
 	m.detail.open, m.audit.open, m.dialog = false, false, nil
 	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: "switched to " + s.Label})

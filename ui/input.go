@@ -29,6 +29,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.onCommandKey(msg)
 	case m.audit.open:
 		return m.onAuditKey(msg)
+	case m.overview.open:
+		return m.onOverviewKey(msg)
 	case m.detail.open:
 		return m.onDetailKey(msg)
 	}
@@ -78,6 +80,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copySelected(key.Matches(msg, k.CopyValue))
 	case key.Matches(msg, k.Events):
 		m.events.open = !m.events.open
+	case key.Matches(msg, k.Overview):
+		m.overview.open = true
 	case m.onActionKey(msg):
 	case key.Matches(msg, k.Audit):
 		return m.openAudit()
@@ -165,6 +169,9 @@ func (m *Model) onWheel(msg tea.MouseWheelMsg) {
 	if m.audit.open {
 		body := m.layout().bodyRows
 		m.audit.scroll(step, body-2)
+		return
+	}
+	if m.overview.open {
 		return
 	}
 	if m.detail.open {

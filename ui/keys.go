@@ -10,6 +10,7 @@ type keyMap struct {
 	Filter, ClearFilter                key.Binding
 	SortTTL, SortAge, SortKey, SortHol key.Binding
 	Detail, Events, Help, Quit         key.Binding
+	Overview                           key.Binding // the contention overview
 	ForceQuit                          key.Binding // ctrl+c: quits from anywhere
 
 	Release, Extend, Audit key.Binding
@@ -42,6 +43,7 @@ func newKeyMap(readOnly bool) keyMap {
 		SortHol:     key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "sort by holder")),
 		Detail:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
 		Events:      key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "event log")),
+		Overview:    key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "contention")),
 		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		ForceQuit:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
@@ -85,7 +87,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Filter, k.ClearFilter, k.Command, k.SortTTL, k.SortAge, k.SortKey, k.SortHol},
-		{k.Detail, k.CopyKey, k.CopyValue, k.Events, k.Audit, k.Release, k.Extend, k.Help, k.Quit},
+		{k.Detail, k.CopyKey, k.CopyValue, k.Events, k.Overview, k.Audit, k.Release, k.Extend, k.Help, k.Quit},
 	}
 }
 
@@ -94,6 +96,14 @@ func (k keyMap) detailHelp() []key.Binding {
 	scroll := key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓ pgup/pgdn", "scroll"))
 	closeIt := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close"))
 	return []key.Binding{scroll, k.Zoom, k.CopyKey, k.CopyValue, k.Release, k.Extend, closeIt, k.Quit}
+}
+
+// overviewHelp is the footer while the contention overview is open.
+func (k keyMap) overviewHelp() []key.Binding {
+	move := key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "group"))
+	filter := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "its locks"))
+	closeIt := key.NewBinding(key.WithKeys("o", "esc"), key.WithHelp("o/esc", "close"))
+	return []key.Binding{move, filter, closeIt, k.Help, k.Quit}
 }
 
 // dialogHelp is the footer while a dialog is open.

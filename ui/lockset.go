@@ -22,6 +22,9 @@ type lockSet struct {
 	kinds    map[rowKind]*rowKind
 	fetched  *time.Time // the newest FetchedAt: the rows of one pass share it
 	byServer bool       // independent servers: ids are server and key
+	// watch, when set, is told of every change of a row: old nil for a new lock, new nil for
+	// one that left (the contention overview counts from it).
+	watch func(old, new *lockRow)
 }
 
 // lockID is a lock's identity in the console: its key, or on independent servers (byServer),
@@ -168,11 +171,19 @@ func (s *lockSet) apply(batch []scanner.Lock, gen uint64) {
 			}
 			continue
 		case !ok:
-			s.rows = append(s.rows, s.newRow(l, nil, gen))
+			r := s.newRow(l, nil, gen)
+			s.rows = append(s.rows, r)
 			s.pos.set(l.Addr, l.Key, len(s.rows)-1, s.rows)
+			if s.watch != nil {
+				s.watch(nil, r)
+			}
 			continue
 		}
-		s.rows[at] = s.newRow(l, s.rows[at], gen)
+		old := s.rows[at]
+		s.rows[at] = s.newRow(l, old, gen)
+		if s.watch != nil {
+			s.watch(old, s.rows[at])
+		}
 	}
 }
 
@@ -304,6 +315,9 @@ func (s *lockSet) removeAt(at int) {
 	}
 	s.rows[last] = nil
 	s.rows = s.rows[:last]
+	if s.watch != nil {
+		s.watch(r, nil)
+	}
 }
 
 // prune drops every key that pass gen did not see (the pass is complete, so they are gone),

@@ -99,6 +99,7 @@ type viewBuild struct {
 	clocks     scanner.Clocks
 	stuckAfter time.Duration
 	byServer   bool
+	groupOf    func(key string) string // a key's group, for the filter's group: words
 }
 
 // newRanking ranks rows in q's order (reversed when reverse), keeping the first limit (0:
@@ -191,6 +192,8 @@ func rankedKeys(rank *present.Ranking[string], n int) []string {
 func rankRows[T any](all []*lockRow, q viewQuery, vb viewBuild, outdated func() bool, rowOf func(*lockRow) T, ranks ...*present.Ranking[T]) (matched int, counts lockCounts) {
 	counts.total = len(all)
 	var l scanner.Lock // each row's record in turn, for the checks that take one
+	filter := q.filter
+	filter.groupOf = vb.groupOf
 	for i, r := range all {
 		if i%outdatedEvery == 0 && outdated != nil && outdated() {
 			break
@@ -208,7 +211,7 @@ func rankRows[T any](all []*lockRow, q viewQuery, vb viewBuild, outdated func() 
 		if l.Format != scanner.FormatNotALock && present.Stuck(&l, serverNow, vb.stuckAfter) {
 			counts.stuck++
 		}
-		if q.filter.match(&l, serverNow, vb.stuckAfter) {
+		if filter.match(&l, serverNow, vb.stuckAfter) {
 			matched++
 			for _, rank := range ranks {
 				rank.Add(&l, rowOf(r))

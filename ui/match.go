@@ -16,6 +16,8 @@ import (
 //	meta:TEXT     a bsm lock's metadata contains TEXT (meta: alone: it has metadata)
 //	is:FLAG       stuck (held longer than --stuck-after), noexpiry (no TTL), waiters
 //	              (someone is queued, as the scanner read the wait queue)
+//	group:NAME    the key is in the contention overview's group NAME (its rule, its
+//	              folding into _other); %20 in NAME is a space, %25 a percent sign
 //	a glob        with * ? or [: a Redis-style glob against the key (lock:order:*)
 //	other text    a substring of the key, the holder node or the trace id
 //
@@ -25,6 +27,9 @@ type matcher struct {
 	raw     string
 	terms   []term
 	problem string // why a word matches nothing (an unknown flag), for the filter line
+	// groupOf is a key's group for group: words (the view build's, viewBuild.groupOf); nil:
+	// they match nothing.
+	groupOf func(key string) string
 }
 
 type termKind uint8
@@ -38,6 +43,7 @@ const (
 	termStuck
 	termNoExpiry
 	termWaiters
+	termGroup
 	termNothing // an unknown flag
 )
 
@@ -52,7 +58,19 @@ type term struct {
 const filterHelp = "/ filter: words that must all match (-word: must not)\n" +
 	"  text (key, holder, trace)   glob lock:order:*   meta:TEXT (bsm)\n" +
 	"  format:redisson   holder:host-1   holder:- (unknown)\n" +
-	"  is:stuck   is:noexpiry   is:waiters"
+	"  is:stuck   is:noexpiry   is:waiters   group:NAME"
+
+// groupWord starts the filter word of a key group.
+const groupWord = "group:"
+
+// groupNameReplacer writes a group name as one filter word and reads it back: a group may
+// hold spaces (a key's segment does), which separate words.
+var groupNameReplacer = struct{ escape, unescape *strings.Replacer }{
+	strings.NewReplacer("%", "%25", " ", "%20"), strings.NewReplacer("%25", "%", "%20", " "),
+}
+
+// groupFilter is the filter word of group name.
+func groupFilter(name string) string { return groupWord + groupNameReplacer.escape.Replace(name) }
 
 // filterFlags are the flags is: takes, by name.
 var filterFlags = map[string]termKind{"stuck": termStuck, "noexpiry": termNoExpiry, "waiters": termWaiters}
@@ -72,6 +90,8 @@ func newMatcher(filter string) matcher {
 			t.kind, t.text = termHolder, strings.ToLower(arg)
 		case hasPrefix && name == "meta":
 			t.kind, t.text = termMeta, strings.ToLower(arg)
+		case hasPrefix && name+":" == groupWord:
+			t.kind, t.text = termGroup, groupNameReplacer.unescape.Replace(arg)
 		case hasPrefix && name == "is":
 			kind, ok := filterFlags[strings.ToLower(arg)]
 			if !ok {
@@ -95,15 +115,17 @@ func (m matcher) empty() bool { return len(m.terms) == 0 }
 // match reports whether l passes every word of the filter at now.
 func (m matcher) match(l *scanner.Lock, now time.Time, stuckAfter time.Duration) bool {
 	for i := range m.terms {
-		if m.terms[i].match(l, now, stuckAfter) == m.terms[i].negate {
+		if m.terms[i].match(l, now, stuckAfter, m.groupOf) == m.terms[i].negate {
 			return false
 		}
 	}
 	return true
 }
 
-func (t *term) match(l *scanner.Lock, now time.Time, stuckAfter time.Duration) bool {
+func (t *term) match(l *scanner.Lock, now time.Time, stuckAfter time.Duration, groupOf func(string) string) bool {
 	switch t.kind {
+	case termGroup:
+		return groupOf != nil && groupOf(l.Key) == t.text
 	case termGlob:
 		return scanner.MatchGlob(t.text, l.Key)
 	case termFormat:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
@@ -84,11 +85,16 @@ type Model struct {
 	// jumpLines and jumpsUnlogged count the fence-jump lines of the pass running, and the
 	// jumps past jumpLinesPerPass.
 	jumpLines, jumpsUnlogged int
+	// contention aggregates the census and the events by key group for the overview
+	// (contention.go); groups is its rule.
+	contention *contention
+	groups     keygroup.Rule
 
 	table    lockTable
 	status   statusBar
 	filter   filterInput
 	detail   detailPane
+	overview overviewPane
 	events   eventLog
 	audit    auditView
 	dialog   *confirmDialog
@@ -140,7 +146,12 @@ func newModel(ctx context.Context, o Options, scanCh <-chan scanner.Update, even
 		status:      newStatusBar(o.Target, o.TargetLabel, readOnly),
 		redact:      o.Target.Redact,
 		events:      eventLog{open: true},
+		groups:      keygroup.Default,
 	}
+	if o.Group != nil {
+		m.groups = *o.Group
+	}
+	m.watchContention()
 	if o.Admin == nil {
 		m.keys.Audit.SetEnabled(false)
 	}
@@ -213,6 +224,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case tickMsg:
 		m.now = m.clock()
 		m.trackOnScreen()
+		m.sampleContention()
 		return tea.Batch(tick(), m.focusCmd())
 	case scanMsg:
 		if msg.session != m.session {
@@ -318,10 +330,10 @@ func (m *Model) onScan(u scanner.Update) tea.Cmd {
 		m.status.heard(u.Addr, u.Clock)
 	case scanner.UpdateRetrying:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, u.Attempt, u.RetryIn
-		m.status.connErr = m.redact(errText(u.Err, u.Addr))
+		m.status.connErr = m.redact(u.ErrText())
 	case scanner.UpdateError:
 		m.status.conn, m.status.attempt, m.status.retryIn = connReconnecting, 0, 0
-		m.status.connErr = "scan failed: " + m.redact(errText(u.Err, u.Addr))
+		m.status.connErr = "scan failed: " + m.redact(u.ErrText())
 	}
 	return nil
 }
@@ -333,17 +345,6 @@ func (m *Model) warn(w string) {
 	if m.status.warn(w) {
 		m.events.add(logEntry{at: m.clock(), kind: kindWarning, text: w})
 	}
-}
-
-func errText(err error, addr string) string {
-	s := "unknown error"
-	if err != nil {
-		s = err.Error()
-	}
-	if addr != "" {
-		s = addr + ": " + s
-	}
-	return s
 }
 
 // markLive records that the connection works (again).
@@ -359,6 +360,7 @@ func (m *Model) markLive() {
 func (m *Model) onEvent(ev protocol.Event) {
 	m.events.add(entryFromEvent(ev))
 	m.recordEvent(ev)
+	m.contention.observeEvent(ev, m.censusHolder)
 	switch {
 	case m.locks.byServer:
 	case ev.Waiters > 0:
@@ -457,10 +459,11 @@ func (m *Model) setQuery(q viewQuery, toTop bool) tea.Cmd {
 	return tea.Sequence(partial, m.requestViewOf(snap))
 }
 
-// viewBuild is what a view build needs now: the servers' clocks as last heard, and the set's
-// identity of a row.
+// viewBuild is what a view build needs now: the servers' clocks as last heard, the set's
+// identity of a row, and the overview's groups.
 func (m *Model) viewBuild() viewBuild {
-	return viewBuild{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter, byServer: m.locks.byServer}
+	return viewBuild{now: m.clock(), clocks: m.status.clocks, stuckAfter: m.stuckAfter, byServer: m.locks.byServer,
+		groupOf: m.contention.groupOf}
 }
 
 // selected is the newest record of the selected lock, or nil (also when it left the census

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/scanner"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	// DemoCompare, with Demo, is the naive lock's run of `demo --compare`: the pane shows the
 	// two runs side by side (Demo's left, this one right) and its keys act on both.
 	DemoCompare DemoController
+	// Group is the rule that puts lock keys in groups for the contention overview (the
+	// exporter's --group); nil means keygroup.Default.
+	Group *keygroup.Rule
 	// NoEvents turns off the subscription to locklib's event channel.
 	NoEvents bool
 	// Now is the clock (tests freeze it); nil means time.Now.

@@ -51,6 +51,8 @@ type styles struct {
 	notice      lipgloss.Style // result of the last action
 	noticeBad   lipgloss.Style
 	filter      lipgloss.Style
+	sparkWait   lipgloss.Style // the contention overview's sparklines: waiters
+	sparkHand   lipgloss.Style // and hand-offs
 
 	// The pictures of the detail view (timeline.go).
 	timelineHeld    lipgloss.Style // a holding in Redis
@@ -116,6 +118,8 @@ func newStyles(profile colorprofile.Profile, isDark bool) styles {
 		notice:      lipgloss.NewStyle().Foreground(green),
 		noticeBad:   lipgloss.NewStyle().Bold(true).Foreground(red),
 		filter:      lipgloss.NewStyle().Foreground(accent),
+		sparkWait:   lipgloss.NewStyle().Foreground(accent), // as the detail view's waiters sparkline
+		sparkHand:   lipgloss.NewStyle().Foreground(green),
 
 		timelineHeld:    lipgloss.NewStyle().Foreground(green),
 		timelineSilent:  lipgloss.NewStyle().Foreground(muted),
@@ -185,6 +189,8 @@ func monoStyles() styles {
 		notice:      plain,
 		noticeBad:   bold,
 		filter:      plain,
+		sparkWait:   plain,
+		sparkHand:   plain,
 		eventKind:   map[string]lipgloss.Style{},
 
 		timelineHeld:    plain,

@@ -57,7 +57,7 @@ func (m *Model) layout() layoutInfo {
 	}
 	body := max(h-top-footer(), 0)
 	// The detail and audit views take the whole body: every field of a lock has the width.
-	fullBody := m.audit.open || m.detail.open
+	fullBody := m.audit.open || m.detail.open || m.overview.open
 	if m.demo != nil && !fullBody && body >= demoPaneMinBody {
 		l.demoRows = min(max(body*2/5, demoPaneMinRows), demoPaneMaxRows)
 		body -= l.demoRows
@@ -137,6 +137,8 @@ func (m *Model) render() string {
 			bindings = m.keys.dialogHelp()
 		case m.detail.open:
 			bindings = m.keys.detailHelp()
+		case m.overview.open:
+			bindings = m.keys.overviewHelp()
 		}
 		parts = append(parts, fitLine(m.help.ShortHelpView(bindings), w))
 	}
@@ -156,7 +158,7 @@ func (m *Model) render() string {
 	return screen
 }
 
-// bodyView is the table, the detail view or the audit view.
+// bodyView is the table, the detail view, the audit view or the contention overview.
 func (m *Model) bodyView(lay layoutInfo) string {
 	w, h := m.width, lay.bodyRows
 	if h <= 0 {
@@ -164,6 +166,9 @@ func (m *Model) bodyView(lay layoutInfo) string {
 	}
 	if m.audit.open {
 		return m.audit.view(w, h, m.redact, m.st)
+	}
+	if m.overview.open {
+		return m.overviewView(w, h)
 	}
 	if m.detail.open {
 		return paneBox("details", m.detail.view(m.detailLines(w-2), w-2, h-2, m.st), w, h, m.st)

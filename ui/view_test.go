@@ -102,6 +102,12 @@ func TestEverySizeFits(t *testing.T) {
 		"detail": func(m *Model) { typeKeys(m, "enter") },
 		"help":   func(m *Model) { typeKeys(m, "?") },
 		"audit":  func(m *Model) { typeKeys(m, "a") },
+		"overview": func(m *Model) { // a hand-off, so that sparklines have something
+			typeKeys(m, "o")
+			next := fixture()[0]
+			next.Value = "api-8:req-43:1796029110000:1111111111111111"
+			feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{next}})
+		},
 		"jumped": func(m *Model) { // a wider FENCE column, a longer detail view
 			switchMaster(m, oldMaster, newMaster)
 			feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: []scanner.Lock{orderAt(jumpedToken, t0)}})

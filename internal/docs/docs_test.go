@@ -121,7 +121,8 @@ func checkSnippets(text string, examples map[string]string) (updated string, blo
 }
 
 // exampleBodies maps "dir.ExampleName" to the body of every Example function in the
-// module's test files, as the docs show it. Nested modules (bench/) have docs of their own.
+// repository's test files, nested modules included (locklib/extra/lockprom's examples are
+// in docs/locklib.md), as the docs show it.
 func exampleBodies(t *testing.T) map[string]string {
 	t.Helper()
 	bodies := map[string]string{}
@@ -134,7 +135,7 @@ func exampleBodies(t *testing.T) map[string]string {
 				return nil
 			}
 			name := d.Name()
-			if strings.HasPrefix(name, ".") || name == "testdata" || fileExists(filepath.Join(p, "go.mod")) {
+			if strings.HasPrefix(name, ".") || name == "testdata" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -159,11 +160,6 @@ func exampleBodies(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	return bodies
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // fileExamples maps each Example function of file to its body as the docs show it: one tab

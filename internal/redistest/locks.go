@@ -19,6 +19,14 @@ func LockKey(i int) string { return fmt.Sprintf("lock:bench:%07d", i) }
 // connections: the keyspace of the million-lock benchmarks.
 func LoadLocks(tb testing.TB, c *redis.Client, n int) {
 	tb.Helper()
+	loadPipelined(tb, c, n, func(ctx context.Context, pipe redis.Pipeliner, i int) {
+		pipe.Set(ctx, LockKey(i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
+	})
+}
+
+// loadPipelined queues write(i) for i in [0, n) in pipelines of 1000 locks on 4 connections.
+func loadPipelined(tb testing.TB, c *redis.Client, n int, write func(ctx context.Context, pipe redis.Pipeliner, i int)) {
+	tb.Helper()
 	const workers = 4
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -28,7 +36,7 @@ func LoadLocks(tb testing.TB, c *redis.Client, n int) {
 			for start := w * 1000; start < n && failed.Load() == nil; start += workers * 1000 {
 				pipe := c.Pipeline()
 				for i := start; i < min(start+1000, n); i++ {
-					pipe.Set(ctx, LockKey(i), fmt.Sprintf("worker-%d:-:1764400000123:%016x", i%64, i), time.Hour)
+					write(ctx, pipe, i)
 				}
 				if _, err := pipe.Exec(ctx); err != nil {
 					failed.Store(&err)

@@ -236,5 +236,9 @@ func (s *Server) stop() {
 	s.proc.Kill()
 }
 
+// Pid is the process id of the running redis-server (0 when none runs), e.g. to read its
+// CPU time from /proc.
+func (s *Server) Pid() int { return s.proc.Pid() }
+
 // Dir is the server's working directory (its log files are there).
 func (s *Server) Dir() string { return s.dir }

@@ -91,6 +91,23 @@ func (v Value) Base() string {
 	return v.String()
 }
 
+// WithoutCount is an encoded value without its re-entry count, as Base would write it, but
+// cut out of s without decoding it: what stays the same while one holder keeps the lock
+// (re-entries change only the count). A value without a count, or not in this format, is
+// returned whole. The console compares holders with it on every census record that changed.
+func WithoutCount(s string) string {
+	rest, last, ok := cutLast(s)
+	if !ok || isRand(last) {
+		return s
+	}
+	if _, isCount := parseCount(last); isCount {
+		if _, rand, ok := cutLast(rest); ok && isRand(rand) {
+			return rest
+		}
+	}
+	return s
+}
+
 // ParseValue decodes a value in locklib's format. It parses from the right so that values
 // written by other code in the same layout, whose node holds raw ':' (an IPv6 address,
 // host:port), still decode: everything left of the trace field is the node. It allocates

@@ -57,6 +57,21 @@ func TestNewValueIsUnique(t *testing.T) {
 	}
 }
 
+func TestWithoutCount(t *testing.T) {
+	for in, want := range map[string]string{
+		"api-7:-:1764489600123:0123456789abcdef":         "api-7:-:1764489600123:0123456789abcdef",
+		"api-7:-:1764489600123:0123456789abcdef:12":      "api-7:-:1764489600123:0123456789abcdef",
+		"2001:db8::1:-:1764489600123:0123456789abcdef:2": "2001:db8::1:-:1764489600123:0123456789abcdef",
+		"n:t:1:0123456789abcdef:01":                      "n:t:1:0123456789abcdef:01", // no count: not this format
+		"redsync-value:3":                                "redsync-value:3",
+		"plain":                                          "plain",
+	} {
+		if got := WithoutCount(in); got != want {
+			t.Errorf("WithoutCount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestParseValueAllocatesNothing: the census decodes every value it reads with ParseValue,
 // lockscope's or not; without a %XX escape that costs no garbage.
 func TestParseValueAllocatesNothing(t *testing.T) {
@@ -104,6 +119,11 @@ func FuzzParseValue(f *testing.F) {
 		}
 		if !strings.Contains(s, "%") && (!strings.HasPrefix(s, v.Node+":") || !strings.Contains(s, v.Rand)) {
 			t.Fatalf("%q: node %q, rand %q are not its fields", s, v.Node, v.Rand)
+		}
+		// Its holder without the count is the same value with count 0.
+		if base, err := ParseValue(WithoutCount(s)); err != nil || base.Count != 0 || base.Node != v.Node ||
+			base.Trace != v.Trace || base.Rand != v.Rand || !base.AcquiredAt.Equal(v.AcquiredAt) {
+			t.Fatalf("%q: WithoutCount %q decodes to %+v, %v", s, WithoutCount(s), base, err)
 		}
 		// Whatever decodes must re-encode to something that decodes to the same value.
 		again, err := ParseValue(v.String())
