@@ -266,7 +266,9 @@ func TestRedlockStoreWakeups(t *testing.T) {
 		t.Fatal("a waiter of another key was woken")
 	default:
 	}
-	// A real release reaches the Client once per instance: it wakes the first waiter once.
+	// A real release reaches the Client once per instance: it wakes the first waiter, never
+	// the second. (The quorum-th copy may wake the first once more, in case its woken attempt
+	// lost the race with the slower deletes: TestRedlockWakeupsQuorumCopyWakesAgain counts.)
 	v := redlockTestValue()
 	res, _ := redlockMustAcquire(t, s, acquireRequest{key: "lock:w", value: v, ttl: 2 * time.Second})
 	if err := s.release(ctx, hold{key: "lock:w", match: res.value}); err != nil {
@@ -278,11 +280,12 @@ func TestRedlockStoreWakeups(t *testing.T) {
 		t.Fatal("release did not wake the waiter")
 	}
 	time.Sleep(100 * time.Millisecond) // the copies from the other instances arrive
+	redlockDrain(first)
 	select {
-	case <-first:
-		t.Fatal("one release woke the waiter twice")
 	case <-second:
 		t.Fatal("one release woke the second waiter")
+	case <-other:
+		t.Fatal("a release woke a waiter of another key")
 	default:
 	}
 	// Once the first waiter leaves, the next release wakes the second.
