@@ -126,11 +126,12 @@ func alertRulesFor(tb testing.TB, dir string, immediate ...string) string {
 
 // TestExporterUnderPrometheus is the end-to-end test of the exporter's metrics: a real
 // redis-server holding locks of eight groups in five formats (redistest.Mixed) and a Redlock
-// set of three, each followed by the built `lockscope exporter`, and a real Prometheus
-// scraping both every second with the alert rules example loaded. It queries Prometheus' HTTP
-// API for what the exporters must report, sees LockWithoutExpiry fire and, once two Redlock
-// instances are killed, RedlockQuorumLost; it lints the exposition with promtool and checks
-// every query of the Grafana dashboard against this Prometheus.
+// set of three (one lock on one instance only), each followed by the built `lockscope
+// exporter`, and a real Prometheus scraping both every second with the alert rules example
+// loaded. It queries Prometheus' HTTP API for what the exporters must report, sees
+// LockWithoutExpiry fire and, once two Redlock instances are killed, RedlockQuorumLost; it
+// lints the expositions with promtool and checks every query of the Grafana dashboard on the
+// exporter's metrics against this Prometheus.
 func TestExporterUnderPrometheus(t *testing.T) {
 	redistest.Slow(t)
 	bin := cliBinary(t)
@@ -141,6 +142,10 @@ func TestExporterUnderPrometheus(t *testing.T) {
 	tally := redistest.LoadMixedLocks(t, srv.Client(), n, now)
 	exp := startExporterProcess(t, bin, "--redis", redisURL(srv.Addr), "--stuck-after", "1h")
 	instances := redistest.StartN(t, 3)
+	// One lock on one instance of three: a Redlock acquisition that failed half-way.
+	if err := instances[0].Client().Set(context.Background(), "lock:orders:half", redistest.Mixed(0, now).Value, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
 	redlockArgs := []string{"--redlock"}
 	for _, s := range instances {
 		redlockArgs = append(redlockArgs, "--redis", redisURL(s.Addr))
@@ -256,6 +261,7 @@ func TestExporterUnderPrometheus(t *testing.T) {
 	// Two of the three Redlock instances die: the quorum is lost, and the alert says so.
 	on = fmt.Sprintf(`{instance=%q}`, redlock.addr)
 	expect(`lockscope_redlock_quorum`+on, map[string]float64{"": 1})
+	expect(`lockscope_redlock_locks_without_quorum`+on, map[string]float64{"orders": 1})
 	instances[0].Kill()
 	instances[1].Kill()
 	prom.WaitFor("RedlockQuorumLost firing", fmt.Sprintf(`ALERTS{alertname="RedlockQuorumLost", alertstate="firing", instance=%q}`, redlock.addr),
