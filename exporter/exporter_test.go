@@ -405,3 +405,26 @@ func TestLog(t *testing.T) {
 		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(logged, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// FuzzExposition: whatever a key holds, its group's label is escaped so that the exposition
+// still parses, with the group's one series.
+func FuzzExposition(f *testing.F) {
+	f.Add(`a"b\c`)
+	f.Add("\n\x00\xff}")
+	f.Add(`x",le="1`)
+	rule, err := keygroup.Parse(`regex:(?s)^lock:(.*)$`)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		e, _ := newTest(t, standalone, Options{Rule: rule})
+		e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{
+			{Key: "lock:" + key, Format: scanner.FormatOpaque, TTL: time.Minute, FetchedAt: t0},
+		}})
+		got := scrape(t, e)
+		escaped := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(rule.Group("lock:" + key))
+		if v := got[`lockscope_locks{group="`+escaped+`",format="opaque"}`]; v != 1 || len(got.Groups()) != 1 {
+			t.Fatalf("key %q: locks of its group %v, %d groups", key, v, len(got.Groups()))
+		}
+	})
+}
