@@ -23,7 +23,7 @@ var (
 
 // BenchmarkExporterMillion measures the built `lockscope exporter` on one redis-server holding
 // 1,000,000 locks of eight groups in five formats (redistest.Mixed: TTLs of 5 to 120 minutes,
-// 1% without expiry, 1.4% stuck, waiters on 0.7%), as a process:
+// 1% without expiry, 2% stuck, three waiters each on 1%), as a process:
 //   - the time from its start until /metrics reports the first complete census with every lock,
 //     against the one-shot census of `lockscope ls --json --sort none` just before;
 //   - over a window after that (-exporter.window, 60 s), scraped every -exporter.scrape (15 s):
