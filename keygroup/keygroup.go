@@ -117,10 +117,17 @@ func (r Rule) Group(key string) string {
 			g = key[m[2]:m[3]]
 		}
 	}
-	if g == "" {
+	return Safe(g)
+}
+
+// Safe makes a name that does not come from Group (a key-to-name function's) what Group's
+// results are: printable UTF-8 of at most MaxLen bytes, None when empty. It allocates only
+// when it changes the name.
+func Safe(name string) string {
+	if name == "" {
 		return None
 	}
-	return safe(g)
+	return safe(name)
 }
 
 // segment is the nth (1-based) ':'-separated segment of key, "" when it has fewer.

@@ -45,6 +45,18 @@ func TestGroup(t *testing.T) {
 	}
 }
 
+// TestSafe: a name from elsewhere becomes what Group returns.
+func TestSafe(t *testing.T) {
+	for name, want := range map[string]string{
+		"orders": "orders", "": None, "bad\xff": "bad?", "new\nline": "new?line",
+		strings.Repeat("x", 100): strings.Repeat("x", MaxLen),
+	} {
+		if got := Safe(name); got != want {
+			t.Errorf("Safe(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestDefaultIsSegment2(t *testing.T) {
 	if got := Default.Group("lock:orders:42"); got != "orders" {
 		t.Errorf("Default.Group = %q, want orders", got)

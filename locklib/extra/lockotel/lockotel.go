@@ -70,7 +70,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config)
 
 // WithName names a lock by f(key) (the "name" attribute of the metrics, "lock.name" of the
 // spans) instead of by its keygroup.Default group. The cap (WithMaxNames) still holds
-// whatever f returns.
+// whatever f returns, and its result is made safe as groups are (keygroup.Safe: printable
+// UTF-8, at most 64 bytes, "_" for "").
 func WithName(f func(key string) string) Option { return func(c *config) { c.name = f } }
 
 // WithMaxNames caps the distinct names at n (default 100); n <= 0 keeps the default.

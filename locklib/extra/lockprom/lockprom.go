@@ -42,7 +42,9 @@ type options struct {
 
 // WithName names a lock by f(key) in the "name" label instead of by its keygroup.Default
 // group. The cap (WithMaxNames) still holds whatever f returns; never return the raw key or
-// anything else unbounded, or every name past the cap folds into "_other".
+// anything else unbounded, or every name past the cap folds into "_other". Its result is made
+// a valid label value as groups are (keygroup.Safe: printable UTF-8, at most 64 bytes, "_"
+// for "").
 func WithName(f func(key string) string) Option { return func(o *options) { o.name = f } }
 
 // WithMaxNames caps the distinct names at n (default 100); n <= 0 keeps the default.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/keygroup"
 	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/extra/lockprom"
 )
@@ -361,5 +363,21 @@ func TestNamesStayBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNameFuncMadeSafe: whatever WithName's func returns becomes a valid label value. A name
+// that is not valid UTF-8 made client_golang's WithLabelValues panic inside Obtain.
+func TestNameFuncMadeSafe(t *testing.T) {
+	m, reg := registry(t, lockprom.WithName(func(key string) string { return strings.TrimPrefix(key, "lock:") }))
+	for _, key := range []string{"lock:bad\xff", "lock:", "lock:" + strings.Repeat("x", 1000)} {
+		m.Observe(locklib.Observation{Type: locklib.EventAcquired, Key: key, Wait: time.Millisecond})
+	}
+	for _, s := range families(t, reg)["locklib_obtained_total"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if v := l.GetValue(); !utf8.ValidString(v) || v == "" || len(v) > keygroup.MaxLen {
+				t.Errorf("label %s=%q: want valid UTF-8, not empty, at most %d bytes", l.GetName(), v, keygroup.MaxLen)
+			}
+		}
 	}
 }

@@ -95,10 +95,14 @@ type Namer struct {
 }
 
 // NewNamer returns a Namer over name (nil: keygroup.Default's group) capped at max distinct
-// names (max <= 0: DefaultMaxNames).
+// names (max <= 0: DefaultMaxNames). name's results are made safe as keygroup's groups are
+// (keygroup.Safe): a label value must be valid UTF-8, or client_golang panics.
 func NewNamer(name func(key string) string, max int) *Namer {
 	if name == nil {
 		name = keygroup.Default.Group
+	} else {
+		userName := name
+		name = func(key string) string { return keygroup.Safe(userName(key)) }
 	}
 	if max <= 0 {
 		max = DefaultMaxNames
