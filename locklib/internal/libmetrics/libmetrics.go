@@ -167,10 +167,11 @@ func Record(s Sink, n *Namer, o locklib.Observation) {
 	case locklib.EventRenewFailed:
 		outcome(s, RenewalFailures, n.Name(o.Key), o.Err, "renew")
 	case locklib.EventLost:
+		// The loss is counted last: whoever sees it counted sees the lock no longer held.
 		name := n.Name(o.Key)
-		s.Count(Lost, name, Reason(o.Err))
-		s.Observe(Hold, name, o.Hold)
 		s.Held(name, -1)
+		s.Observe(Hold, name, o.Hold)
+		s.Count(Lost, name, Reason(o.Err))
 	case locklib.EventReleased:
 		name := n.Name(o.Key)
 		outcome(s, Releases, name, o.Err, "release")
