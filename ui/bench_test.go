@@ -451,3 +451,35 @@ func BenchmarkContentionMemory(b *testing.B) {
 	b.ReportMetric(float64(int64(with)-int64(without))/(1<<20), "aggregator-MB")
 	b.ReportMetric(float64(without)/(1<<20), "console-MB")
 }
+
+// BenchmarkHistoryFullMemory is the heap the locks' history holds at its bounds: historyKeys
+// keys, each with historySpans holdings (values of a lockscope lock's length), historyMarks
+// marks and historySamples waiter counts, the worst a console keeps however large the census.
+func BenchmarkHistoryFullMemory(b *testing.B) {
+	var held uint64
+	for b.Loop() {
+		before := liveHeap()
+		h := newLockHistory()
+		for k := range historyKeys {
+			id := fmt.Sprintf("lock:order:%07d", k)
+			for i := range historySpans {
+				at := t0.Add(time.Duration(i) * time.Second)
+				value := fmt.Sprintf("api-%d:req-%d:%d:%016x", i%97, i, at.UnixMilli(), k*historySpans+i)
+				h.held(id, fmt.Sprintf("api-%d", i%97), value, at, 30*time.Second, true)
+				h.ended(id, fmt.Sprintf("api-%d", i%97), value, at.Add(time.Second/2), 0, endReleased)
+			}
+			for i := range historyMarks {
+				h.mark(id, "api-1", markStale, t0.Add(time.Duration(i)*time.Second))
+			}
+			for i := range historySamples {
+				h.waiting(id, t0.Add(time.Duration(i)*time.Second/2), i%7)
+			}
+		}
+		held = max(held, liveHeap()-before)
+		if len(h.keys) != historyKeys || len(h.of("lock:order:0000000").spans) != historySpans {
+			b.Fatalf("%d keys, %d spans", len(h.keys), len(h.of("lock:order:0000000").spans))
+		}
+		runtime.KeepAlive(h)
+	}
+	b.ReportMetric(float64(held)/(1<<20), "history-MB")
+}
