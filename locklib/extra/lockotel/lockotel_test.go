@@ -346,3 +346,34 @@ func (r *spanOfRequests) count(id trace.SpanID) int {
 	defer r.mu.Unlock()
 	return r.bySpan[id]
 }
+
+// TestHistogramsRecordTheDurations: the wait and hold histograms record the Observation's
+// Wait and Hold in seconds (their counts alone were checked: recording 0 passed every test).
+func TestHistogramsRecordTheDurations(t *testing.T) {
+	m := newMeters(t)
+	m.Observe(locklib.Observation{Type: locklib.EventAcquired, Key: "lock:timed:1", Wait: 1500 * time.Millisecond, Latency: time.Millisecond})
+	m.Observe(locklib.Observation{Type: locklib.EventReleased, Key: "lock:timed:1", Hold: 2250 * time.Millisecond, Latency: time.Millisecond})
+	m.Observe(locklib.Observation{Type: locklib.EventAcquired, Key: "lock:timed:2", Wait: 0})
+	m.Observe(locklib.Observation{Type: locklib.EventLost, Key: "lock:timed:2", Hold: 500 * time.Millisecond})
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"locklib.acquire.wait": 1.5, "locklib.hold": 2.75}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			sum, ok := want[mt.Name]
+			if !ok {
+				continue
+			}
+			delete(want, mt.Name)
+			points := mt.Data.(metricdata.Histogram[float64]).DataPoints
+			if len(points) != 1 || points[0].Count != 2 || points[0].Sum != sum {
+				t.Errorf("%s: %+v, want one point of 2 samples summing to %v", mt.Name, points, sum)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no data for %v", want)
+	}
+}

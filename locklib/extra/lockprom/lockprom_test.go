@@ -381,3 +381,32 @@ func TestNameFuncMadeSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestHistogramsRecordTheDurations: the wait and hold histograms record the Observation's
+// Wait and Hold in seconds (their counts alone were checked: recording 0 passed every test).
+func TestHistogramsRecordTheDurations(t *testing.T) {
+	m, reg := registry(t)
+	m.Observe(locklib.Observation{Type: locklib.EventAcquired, Key: "lock:timed:1", Wait: 1500 * time.Millisecond, Latency: time.Millisecond})
+	m.Observe(locklib.Observation{Type: locklib.EventReleased, Key: "lock:timed:1", Hold: 2250 * time.Millisecond, Latency: time.Millisecond})
+	m.Observe(locklib.Observation{Type: locklib.EventAcquired, Key: "lock:timed:2", Wait: 0})
+	m.Observe(locklib.Observation{Type: locklib.EventLost, Key: "lock:timed:2", Hold: 500 * time.Millisecond})
+	fams := families(t, reg)
+	for name, want := range map[string]struct {
+		sum     float64
+		le      float64
+		belowLe uint64 // samples at or below le
+	}{
+		"locklib_acquire_wait_seconds": {1.5, 1, 1},  // 0 and 1.5
+		"locklib_hold_seconds":         {2.75, 1, 1}, // 0.5 and 2.25
+	} {
+		h := fams[name].GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 2 || h.GetSampleSum() != want.sum {
+			t.Errorf("%s: %d samples summing to %v, want 2 summing to %v", name, h.GetSampleCount(), h.GetSampleSum(), want.sum)
+		}
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == want.le && b.GetCumulativeCount() != want.belowLe {
+				t.Errorf("%s: %d samples at or below %v s, want %d", name, b.GetCumulativeCount(), want.le, want.belowLe)
+			}
+		}
+	}
+}
