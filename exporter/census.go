@@ -26,6 +26,7 @@ const (
 	entryNoExpiry uint8 = 1 << iota
 	entryAcquired
 	entryNoQuorum // Redlock: fewer than N/2+1 instances hold the lock's value
+	entryNotALock // a list, set, ... under the pattern: counted by its format only
 )
 
 // maxGroups bounds --max-groups: a group index is an entry's uint16, and Other needs one.
@@ -80,6 +81,9 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 			continue
 		}
 		e := entry{waiters: int32(min(l.Waiters, math.MaxInt32)), gen: g, group: c.groupOf(l.Key), format: c.formatOf(l.Format)}
+		if l.Format == scanner.FormatNotALock {
+			e.flags |= entryNotALock
+		}
 		if l.NoExpiry {
 			e.flags |= entryNoExpiry
 		} else {

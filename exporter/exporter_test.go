@@ -120,6 +120,30 @@ func TestMetricsOfACensus(t *testing.T) {
 	})
 }
 
+// TestKeysThatAreNotLocks: a list, set or counter under the pattern (format not-a-lock) is
+// counted by its format only, as `lockscope ls` counts it apart ("3 other keys (not locks)"):
+// without a TTL it is no lock without expiry (LockWithoutExpiry fired for it), and it has no
+// place in the TTL histogram (with a TTL; without one it was put at 0 s left).
+func TestKeysThatAreNotLocks(t *testing.T) {
+	e, _ := newTest(t, standalone, Options{})
+	e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: []scanner.Lock{
+		{Key: "lock:stats:q", Format: scanner.FormatNotALock, Type: "list", NoExpiry: true, FetchedAt: t0},
+		{Key: "lock:stats:s", Format: scanner.FormatNotALock, Type: "set", TTL: time.Minute, FetchedAt: t0},
+		{Key: "lock:orders:1", Format: scanner.FormatOpaque, NoExpiry: true, FetchedAt: t0},
+		{Key: "lock:orders:q", Format: scanner.FormatNotALock, Type: "zset", NoExpiry: true, FetchedAt: t0},
+	}})
+	e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: 1})
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_locks{group="stats",format="not-a-lock"}`:  2,
+		`lockscope_locks{group="orders",format="not-a-lock"}`: 1,
+		`lockscope_locks{group="orders",format="opaque"}`:     1,
+		`lockscope_locks_no_expiry{group="stats"}`:            0,
+		`lockscope_locks_no_expiry{group="orders"}`:           1,
+		`lockscope_lock_ttl_seconds_count{group="stats"}`:     0,
+		`lockscope_lock_ttl_seconds_count{group="orders"}`:    0,
+	})
+}
+
 // TestAgesOnTheServersClock: a stamp is on its server's clock; a server an hour behind the
 // local clock stamps its locks an hour "early", and the age must not count that hour.
 func TestAgesOnTheServersClock(t *testing.T) {

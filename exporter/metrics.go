@@ -78,6 +78,9 @@ func (e *Exporter) take(now time.Time) snapshot {
 		g := &s.stats[en.group]
 		g.locks++
 		s.byFormat[int(en.group)*len(s.formats)+int(en.format)]++
+		if en.flags&entryNotALock != 0 {
+			continue // no lock: `ls` counts it apart, and present.NeverFrees never flags it
+		}
 		g.waiters += uint64(max(en.waiters, 0))
 		if en.flags&entryNoQuorum != 0 {
 			g.noQuorum++
