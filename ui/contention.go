@@ -44,8 +44,8 @@ const maxRememberedKeys = 1 << 15
 // A hand-off is the holder of a key changing to another holder: a new acquisition, not a
 // renewal (same value) nor a re-entry (same value but for locklib's count; a Redisson owner's
 // id does not change with its count). The first sighting of a key is none. For the keys
-// locklib's events speak of (acquired, renewed, released, lost, which carry the holder's
-// value) the events count them, as they see every holder; for the others successive census
+// locklib's events speak of (acquired, renewed, released, which carry the holder's value)
+// the events count them, as they see every holder; for the others successive census
 // records of the key do, a key that left the census and came back with another holder
 // included.
 type contention struct {
@@ -194,10 +194,12 @@ func (c *contention) observeRow(old, new *lockRow) {
 // observeEvent takes a locklib event: those that name a holder (its value) count a hand-off
 // when the holder is another than the key's last, as the events, the key's departure from the
 // census or else the census itself (holder: the key's holder there, "" when unknown) knew it.
-// A copy of an event changes nothing.
+// A copy of an event changes nothing. A lost event names a holder that no longer has the
+// lock, and often comes after the next holder's acquired one (its renewal was refused once the
+// other had taken the lock): it counts nothing and is not the key's holder.
 func (c *contention) observeEvent(ev protocol.Event, holder func(key string) string) {
 	switch locklib.EventType(ev.Type) {
-	case locklib.EventAcquired, locklib.EventRenewed, locklib.EventReleased, locklib.EventLost:
+	case locklib.EventAcquired, locklib.EventRenewed, locklib.EventReleased:
 	default:
 		return
 	}

@@ -161,6 +161,25 @@ func TestContentionEventHandoffs(t *testing.T) {
 	runHandoffSteps(t, m, clk, "pay", steps)
 }
 
+// TestContentionLateLostIsNoHandoff: a holder learns it lost its lock after the next holder
+// took it (its renewal is refused then: a GC pause, the TTL ran out), so its lost event comes
+// after the next acquired one. The lost holder does not hold the lock again: no hand-off back
+// to it, nor from it to the holder it lost to (each was counted: 3 hand-offs for one).
+func TestContentionLateLostIsNoHandoff(t *testing.T) {
+	m, clk := emptyModel(t)
+	const key = "lock:pay:1"
+	a, b, c := holderValue("api-1", 1, 0), holderValue("api-2", 2, 0), holderValue("api-3", 3, 0)
+	steps := []handoffStep{
+		{"first acquired", func() { event(m, locklib.EventAcquired, key, a, 0) }, 0},
+		{"taken by another after a's TTL ran out", func() { event(m, locklib.EventAcquired, key, b, 0) }, 1},
+		{"a's lost, late", func() { event(m, locklib.EventLost, key, a, 0) }, 1},
+		{"b renews", func() { event(m, locklib.EventRenewed, key, b, 0) }, 1},
+		{"b releases", func() { event(m, locklib.EventReleased, key, b, 0) }, 1},
+		{"acquired by a third", func() { event(m, locklib.EventAcquired, key, c, 0) }, 2},
+	}
+	runHandoffSteps(t, m, clk, "pay", steps)
+}
+
 // TestContentionEventAfterCensus: the first event about a key is compared with the holder the
 // census knows, or knew before the key left it.
 func TestContentionEventAfterCensus(t *testing.T) {
