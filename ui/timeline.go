@@ -325,6 +325,12 @@ func waitersLabel(peak, width int) string {
 	return "w" + strconv.Itoa(peak)
 }
 
+// nearestRank is the p-quantile of sorted (0 < p <= 1) by the nearest-rank method: the
+// smallest value at least a share p of the values are at or below.
+func nearestRank(sorted []time.Duration, p float64) time.Duration {
+	return sorted[max(int(math.Ceil(p*float64(len(sorted))))-1, 0)]
+}
+
 func nanTo(v, or float64) float64 {
 	if math.IsNaN(v) {
 		return or
@@ -346,7 +352,7 @@ func holdsLines(k *keyHistory, start time.Time, v timelineView, st styles) []str
 		return []string{label + st.dim.Render("none ended")}
 	}
 	slices.Sort(holds)
-	q := func(p float64) time.Duration { return holds[min(int(p*float64(len(holds))), len(holds)-1)] }
+	q := func(p float64) time.Duration { return nearestRank(holds, p) }
 	lo, hi := holds[0], holds[len(holds)-1]
 	var parts []string
 	if len(holds) >= histogramMin && lo < hi {

@@ -263,3 +263,30 @@ func TestTimelineFitsEveryWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestRank: the holds' p50 of 11 s and 14 s is 11 s (it was the max, 14 s: one rank high).
+func TestNearestRank(t *testing.T) {
+	s := func(secs ...int) []time.Duration {
+		var out []time.Duration
+		for _, n := range secs {
+			out = append(out, time.Duration(n)*time.Second)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{s(11, 14), 0.5, 11 * time.Second},
+		{s(11, 14), 0.9, 14 * time.Second},
+		{s(7), 0.5, 7 * time.Second},
+		{s(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.5, 5 * time.Second},
+		{s(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.9, 9 * time.Second},
+		{s(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 1, 10 * time.Second},
+	} {
+		if got := nearestRank(tc.sorted, tc.p); got != tc.want {
+			t.Errorf("nearestRank(%v, %v) = %v, want %v", tc.sorted, tc.p, got, tc.want)
+		}
+	}
+}
