@@ -442,6 +442,12 @@ func TestExporterSentinel(t *testing.T) {
 	if err := old.Client().Set(context.Background(), "lock:s:1", locklibValue(time.Now()), time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The replica must have the lock before it is promoted: without this wait it sometimes had
+	// not (under -race, 2 runs in 6), the promoted master had no lock:s:1, and the exporter
+	// rightly showed none.
+	if n, err := old.Client().Do(context.Background(), "WAIT", 1, 10_000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1: %d replicas, %v", n, err)
+	}
 	r := startExporter(t, "--redis", redisURL(rs.SentinelAddrs[0]), "--sentinel-master", redistest.MasterName)
 	up := func(addr string) string { return `lockscope_server_up{server="` + addr + `",role="master"}` }
 	r.waitMetrics(t, "the master up", map[string]float64{
