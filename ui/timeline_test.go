@@ -290,3 +290,24 @@ func TestNearestRank(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlapOfASectionAndAHolding: a demo worker's section that goes on while another
+// holder holds the lock overlaps it from the holding's start to its end, but for the slack
+// of two sources' clocks (overlapSlack: milliseconds, not seconds); a section that ends as the next
+// holding starts does not. (overlapSlack could be raised to 10 s with every test passing.)
+func TestOverlapOfASectionAndAHolding(t *testing.T) {
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	k := &keyHistory{spans: []holdSpan{
+		{holder: "demo-w1", from: at(-20), to: at(-10), section: true, end: endReleased},
+		{holder: "demo-w2", value: "v2", from: at(-15), to: at(-12), obtained: true, end: endReleased},
+		{holder: "demo-w3", value: "v3", from: at(-10), to: at(-5), obtained: true, end: endReleased},
+	}}
+	got := overlaps(k, t0)
+	if len(got) != 1 {
+		t.Fatalf("overlaps %v: want one, demo-w1's section with demo-w2's holding", got)
+	}
+	const clocks = 50 * time.Millisecond // what two sources' clocks may differ by, at most
+	if from, to := got[0][0].Sub(at(-15)), at(-12).Sub(got[0][1]); from < 0 || from > clocks || to < 0 || to > clocks {
+		t.Errorf("overlap %v..%v, want -15s..-12s within %v", got[0][0].Sub(t0), got[0][1].Sub(t0), clocks)
+	}
+}
