@@ -491,8 +491,9 @@ func TestExporterCardinalityBounded(t *testing.T) {
 	if groups := got.Groups(); len(groups) != maxGroups+1 {
 		t.Errorf("%d distinct group labels, want %d", len(groups), maxGroups+1)
 	}
-	// Per group: locks (one format here), no_expiry, stuck, waiters, 9 buckets, sum, count.
-	if limit := (maxGroups+1)*15 + 20; len(got) > limit {
+	// Per group: locks (one format here), no_expiry, stuck, oldest age, waiters, 9 buckets,
+	// sum, count.
+	if limit := (maxGroups+1)*16 + 20; len(got) > limit {
 		t.Errorf("%d series, want at most %d", len(got), limit)
 	}
 }

@@ -14,8 +14,9 @@ import (
 // once), no value, no holder. 32 bytes.
 type entry struct {
 	expires  int64 // unix ns on the local clock when the TTL runs out (unless entryNoExpiry)
-	acquired int64 // unix ns on the local clock when it was taken (if entryAcquired)
+	acquired int64 // unix ns on the local clock when it was taken, or first seen held by holder (if entryAcquired)
 	waiters  int32
+	holder   uint32 // a hash of the holder's identity (if entrySeenSince)
 	gen      uint32 // the last pass that saw the lock
 	group    uint16 // index into census.groups
 	format   uint8  // index into census.formats
@@ -27,6 +28,9 @@ const (
 	entryAcquired
 	entryNoQuorum // Redlock: fewer than N/2+1 instances hold the lock's value
 	entryNotALock // a list, set, ... under the pattern: counted by its format only
+	// entrySeenSince: the format carries no acquisition stamp, so acquired is when this
+	// exporter first saw the lock held by holder: its age is a lower bound.
+	entrySeenSince
 )
 
 // maxGroups bounds --max-groups: a group index is an entry's uint16, and Other needs one.
@@ -95,6 +99,12 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 		if !l.AcquiredAt.IsZero() {
 			e.flags |= entryAcquired
 			e.acquired = l.AcquiredAt.Add(-ahead(l)).UnixNano()
+		} else if h, known := holderHash(l); known && l.Format != scanner.FormatNotALock {
+			e.flags |= entryAcquired | entrySeenSince
+			e.holder, e.acquired = h, l.FetchedAt.UnixNano()
+			if ok && c.entries[at].flags&entrySeenSince != 0 && c.entries[at].holder == h {
+				e.acquired = c.entries[at].acquired // the same holder still: held since first seen
+			}
 		}
 		if !l.HasWaiters {
 			e.waiters = 0 // unknown counts as none in a sum
@@ -111,6 +121,38 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 		c.entries = append(c.entries, e)
 		c.peak = max(c.peak, len(c.ids))
 	}
+}
+
+// holderHash identifies the holder of a lock whose format has no acquisition stamp: its
+// owners (Redisson: not their re-entry counts, which change while one owner holds it), else
+// its value (a token that stays while one holder renews). Not known without a value (no
+// permission to read it).
+func holderHash(l *scanner.Lock) (uint32, bool) {
+	h := uint32(fnvOffset)
+	switch {
+	case len(l.Owners) > 0:
+		for _, o := range l.Owners {
+			h = fnvAdd(fnvAdd(h, o.ID), "\x00")
+		}
+	case l.Value != "":
+		h = fnvAdd(h, l.Value)
+	default:
+		return 0, false
+	}
+	return h, true
+}
+
+// FNV-1a, 32 bits, without hash/fnv's allocation per lock.
+const (
+	fnvOffset = 2166136261
+	fnvPrime  = 16777619
+)
+
+func fnvAdd(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * fnvPrime
+	}
+	return h
 }
 
 // prune removes the locks that pass gen did not see: gone between passes unheard.

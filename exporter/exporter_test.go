@@ -144,6 +144,38 @@ func TestKeysThatAreNotLocks(t *testing.T) {
 	})
 }
 
+// TestHeldSinceFirstSeen: a format without an acquisition stamp (redsync's token, Redisson's
+// owners) ages from when the exporter first saw its holder: a lower bound that makes such a
+// lock stuck too. A new holder starts again; a Redisson re-entry (its count) does not; a lock
+// whose value could not be read has no age.
+func TestHeldSinceFirstSeen(t *testing.T) {
+	e, clk := newTest(t, standalone, Options{StuckAfter: 5 * time.Minute})
+	batch := func(gen uint64, at time.Time, token string, count int) {
+		e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: []scanner.Lock{
+			{Key: "lock:pay:1", Format: scanner.FormatRedsync, Value: token, TTL: 30 * time.Second, FetchedAt: at},
+			{Key: "lock:pay:2", Format: scanner.FormatRedisson, Type: "hash", Value: fmt.Sprintf("u1:7=%d", count),
+				Owners: []scanner.Owner{{ID: "u1:7", Count: count}}, TTL: 30 * time.Second, FetchedAt: at},
+			{Key: "lock:dark:1", Format: scanner.FormatOpaque, TTL: 30 * time.Second, FetchedAt: at}, // no value read
+		}})
+		e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: gen})
+	}
+	batch(1, t0, "tok-A", 1)
+	clk.at = t0.Add(6 * time.Minute)
+	batch(2, clk.at, "tok-A", 2)
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_locks_stuck{group="pay"}`:              2,
+		`lockscope_lock_oldest_age_seconds{group="pay"}`:  360,
+		`lockscope_locks_stuck{group="dark"}`:             0,
+		`lockscope_lock_oldest_age_seconds{group="dark"}`: absent,
+	})
+	clk.at = t0.Add(7 * time.Minute)
+	batch(3, clk.at, "tok-B", 2) // another holder took pay:1
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_locks_stuck{group="pay"}`:             1,
+		`lockscope_lock_oldest_age_seconds{group="pay"}`: 420,
+	})
+}
+
 // TestAgesOnTheServersClock: a stamp is on its server's clock; a server an hour behind the
 // local clock stamps its locks an hour "early", and the age must not count that hour.
 func TestAgesOnTheServersClock(t *testing.T) {

@@ -186,9 +186,9 @@ func (s *snapshot) writeLocks(x *expfmt) {
 	perGroup := []groupGauge{
 		{"lockscope_locks_no_expiry", "Locks without a TTL: they never free themselves.",
 			func(g *groupStats) (float64, bool) { return float64(g.noExpiry), true }},
-		{"lockscope_locks_stuck", "Locks held longer than --stuck-after (of those whose acquisition time is known).",
+		{"lockscope_locks_stuck", "Locks held longer than --stuck-after: by their acquisition stamp (locklib), else by how long the exporter has seen the same holder.",
 			func(g *groupStats) (float64, bool) { return float64(g.stuck), true }},
-		{"lockscope_lock_oldest_age_seconds", "Age of the group's oldest lock whose acquisition time is known.",
+		{"lockscope_lock_oldest_age_seconds", "Age of the group's oldest lock: since its acquisition stamp (locklib), else since the exporter first saw its holder (a lower bound).",
 			func(g *groupStats) (float64, bool) { return g.oldest.Seconds(), g.hasOldest }},
 		{"lockscope_lock_waiters", "Waiters queued for the group's locks (where the queue could be read).",
 			func(g *groupStats) (float64, bool) { return float64(g.waiters), true }},
