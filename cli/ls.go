@@ -220,6 +220,13 @@ func pipelined[T any](rows iter.Seq[T]) iter.Seq[[]T] {
 				if batch = append(batch, r); len(batch) < pipelinedBatch {
 					continue
 				}
+				// stop first: while the drain below makes room, a select of both would go
+				// on sending half the time.
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				select {
 				case batches <- batch:
 				case <-stop:
