@@ -48,13 +48,14 @@ func (c *Client) observe(o Observation) {
 	}
 }
 
-// Tracer is WithTracer's hook around each Obtain, TryObtain and Release call: called as the
-// call begins (after its arguments are checked) with the caller's context, the call ("Obtain",
-// "TryObtain" or "Release") and the key, it returns the context the call's Redis requests run
-// under (derived from ctx, e.g. with a span started in it: the call ends with it) and end, which the call runs once, as it returns,
-// with the Observation that concludes it: acquired or not_obtained, or released. A call
-// refused before it reaches Redis (ErrInvalid, a second Release) makes no span. Like the
-// observer, both run on the caller's goroutine and must not block.
+// Tracer is WithTracer's hook around each Obtain, TryObtain and Release call. It is called
+// as the call begins (after its arguments are checked) with the caller's context, the call
+// ("Obtain", "TryObtain" or "Release") and the key. It returns the context the call's Redis
+// requests run under (derived from ctx, e.g. with a span started in it) and end, which the
+// call runs once, as it returns, with the Observation that concludes it: acquired or
+// not_obtained, or released. A call refused before it reaches Redis (ErrInvalid, a second
+// Release) makes no span. Like the observer, both run on the caller's goroutine and must
+// not block.
 type Tracer func(ctx context.Context, call, key string) (context.Context, func(Observation))
 
 func noEnd(Observation) {}
