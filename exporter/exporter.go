@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/keygroup"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -19,7 +20,7 @@ import (
 type Options struct {
 	Rule       keygroup.Rule // default keygroup.Default
 	MaxGroups  int           // distinct group labels before folding into keygroup.Other; default DefaultMaxGroups
-	StuckAfter time.Duration // a lock held longer is stuck; default present.DefaultStuckAfter's 5m
+	StuckAfter time.Duration // a lock held longer is stuck; default present.DefaultStuckAfter
 	// CensusMaxAge is how old the last complete census pass may be before /healthz fails;
 	// default DefaultCensusMaxAge.
 	CensusMaxAge time.Duration
@@ -35,7 +36,6 @@ type Options struct {
 const (
 	DefaultMaxGroups    = 100
 	DefaultCensusMaxAge = 10 * time.Minute
-	defaultStuckAfter   = 5 * time.Minute
 )
 
 // silentAfter is how long a server may go without answering a heartbeat before it counts as
@@ -79,7 +79,7 @@ func New(target connect.Target, opts Options) *Exporter {
 		opts.MaxGroups = DefaultMaxGroups
 	}
 	if opts.StuckAfter <= 0 {
-		opts.StuckAfter = defaultStuckAfter
+		opts.StuckAfter = present.DefaultStuckAfter
 	}
 	if opts.CensusMaxAge <= 0 {
 		opts.CensusMaxAge = DefaultCensusMaxAge
