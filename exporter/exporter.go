@@ -47,7 +47,6 @@ const silentAfter = 3 * scanner.HeartbeatEvery
 type Exporter struct {
 	opts   Options
 	mode   connect.Mode
-	role   string // the server_up role label
 	redact func(string) string
 	start  time.Time
 
@@ -87,7 +86,7 @@ func New(target connect.Target, opts Options) *Exporter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	e := &Exporter{opts: opts, mode: target.Mode, role: role(target.Mode), redact: target.Redact, start: opts.Now(),
+	e := &Exporter{opts: opts, mode: target.Mode, redact: target.Redact, start: opts.Now(),
 		census: newCensus(opts.Rule, min(opts.MaxGroups, maxGroups), target.Mode == connect.Independent),
 		clocks: scanner.Clocks{}, servers: map[string]time.Time{}, forgotten: map[string]bool{}, errors: map[string]uint64{},
 	}

@@ -49,7 +49,6 @@ type snapshot struct {
 	complete  time.Time
 	quorum    bool
 	mode      connect.Mode
-	role      string
 	version   string
 	collected time.Duration // how long the aggregation took
 }
@@ -69,7 +68,7 @@ func (e *Exporter) take(now time.Time) snapshot {
 	c := e.census
 	s := snapshot{groups: slices.Clone(c.groups), formats: slices.Clone(c.formats), folded: c.folder.Folded(),
 		passes: e.passes, duration: e.lastDuration, partial: e.partial, complete: e.lastComplete,
-		mode: e.mode, role: e.role, version: e.opts.Version}
+		mode: e.mode, version: e.opts.Version}
 	s.stats = make([]groupStats, len(s.groups))
 	s.byFormat = make([]uint64, len(s.groups)*len(s.formats))
 	nowNs, stuckNs := now.UnixNano(), int64(e.opts.StuckAfter)
@@ -241,8 +240,9 @@ func (s *snapshot) writeCensus(x *expfmt) {
 	x.family("lockscope_census_partial", "gauge", "1 when the last census pass missed a server.")
 	x.sample("lockscope_census_partial", boolValue(s.partial))
 	x.family("lockscope_server_up", "gauge", "1 when the server answered one of its last three heartbeats (one a second).")
+	role := label{"role", role(s.mode)}
 	for _, srv := range s.servers {
-		x.sample("lockscope_server_up", boolValue(srv.up), label{"server", srv.addr}, label{"role", s.role})
+		x.sample("lockscope_server_up", boolValue(srv.up), label{"server", srv.addr}, role)
 	}
 	if s.mode == connect.Redlock {
 		x.family("lockscope_redlock_quorum", "gauge", "1 when a quorum (N/2+1) of the Redlock instances is up.")
