@@ -123,23 +123,15 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 	}
 }
 
-// holderHash identifies the holder of a lock whose format has no acquisition stamp: its
-// owners (Redisson: not their re-entry counts, which change while one owner holds it), else
-// its value (a token that stays while one holder renews). Not known without a value (no
-// permission to read it).
+// holderHash identifies the holder of a lock whose format has no acquisition stamp
+// (scanner.Holder: Redisson's owner ids, else the value, a token that stays while its holder
+// renews). Not known without a value (no permission to read it).
 func holderHash(l *scanner.Lock) (uint32, bool) {
-	h := uint32(fnvOffset)
-	switch {
-	case len(l.Owners) > 0:
-		for _, o := range l.Owners {
-			h = fnvAdd(fnvAdd(h, o.ID), "\x00")
-		}
-	case l.Value != "":
-		h = fnvAdd(h, l.Value)
-	default:
+	holder := scanner.Holder(l.Format, l.Value, l.Owners)
+	if holder == "" {
 		return 0, false
 	}
-	return h, true
+	return fnvAdd(fnvOffset, holder), true
 }
 
 // FNV-1a, 32 bits, without hash/fnv's allocation per lock.

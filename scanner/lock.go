@@ -1,7 +1,11 @@
 package scanner
 
 import (
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // Format names how a lock key's value was written, so the inspector can say who holds it.
@@ -74,6 +78,26 @@ type Lock struct {
 type Owner struct {
 	ID    string // <uuid>:<threadId>
 	Count int    // re-entry count
+}
+
+// Holder is who holds a lock, as far as telling holders apart goes: its value without what
+// changes while the same holder keeps it (locklib's re-entry count), or a Redisson lock's
+// owner ids (their hold counts left out); "" when unknown. A renewal changes only the TTL.
+func Holder(format Format, value string, owners []Owner) string {
+	switch {
+	case len(owners) == 1:
+		return owners[0].ID
+	case len(owners) > 1:
+		ids := make([]string, len(owners))
+		for i, o := range owners {
+			ids[i] = o.ID
+		}
+		slices.Sort(ids)
+		return strings.Join(ids, "\x00")
+	case format == FormatLockscope:
+		return protocol.WithoutCount(value)
+	}
+	return value
 }
 
 // Instance is the key's state on one server.

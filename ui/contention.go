@@ -203,7 +203,7 @@ func (c *contention) observeEvent(ev protocol.Event, holder func(key string) str
 	default:
 		return
 	}
-	h := holderOf(scanner.FormatLockscope, ev.Value, nil)
+	h := scanner.Holder(scanner.FormatLockscope, ev.Value, nil)
 	if c.byServer || h == "" {
 		return // an event does not say which server's lock of its key it is about
 	}
@@ -261,33 +261,13 @@ func (c *contention) remember(id string, mark keyMark) {
 // hash is a holder's hash, never 0 (0: no holder known).
 func (c *contention) hash(holder string) uint64 { return max(maphash.String(c.seed, holder), 1) }
 
-// holderOf is who holds a lock as far as hand-offs go: its value without what changes while
-// the same holder keeps it (locklib's re-entry count), or a Redisson lock's owner ids (their
-// hold counts left out); "" when unknown. A renewal changes only the TTL.
-func holderOf(format scanner.Format, value string, owners []scanner.Owner) string {
-	switch {
-	case len(owners) == 1:
-		return owners[0].ID
-	case len(owners) > 1:
-		ids := make([]string, len(owners))
-		for i, o := range owners {
-			ids[i] = o.ID
-		}
-		slices.Sort(ids)
-		return strings.Join(ids, "\x00")
-	case format == scanner.FormatLockscope:
-		return protocol.WithoutCount(value)
-	}
-	return value
-}
-
-// rowHolder is holderOf a census row.
+// rowHolder is scanner.Holder of a census row.
 func rowHolder(r *lockRow) string {
 	var owners []scanner.Owner
 	if r.rare != nil {
 		owners = r.rare.owners
 	}
-	return holderOf(r.kind.format, r.value, owners)
+	return scanner.Holder(r.kind.format, r.value, owners)
 }
 
 // groupFigures is one group's line of the overview.
