@@ -84,7 +84,12 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 			}
 			continue
 		}
-		e := entry{waiters: int32(min(l.Waiters, math.MaxInt32)), gen: g, group: c.groupOf(l.Key), format: c.formatOf(l.Format)}
+		e := entry{waiters: int32(min(l.Waiters, math.MaxInt32)), gen: g, format: c.formatOf(l.Format)}
+		if ok {
+			e.group = c.entries[at].group // a lock's key, and so its folded group, never changes
+		} else {
+			e.group = c.groupOf(l.Key)
+		}
 		if l.Format == scanner.FormatNotALock {
 			e.flags |= entryNotALock
 		}
