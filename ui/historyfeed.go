@@ -52,10 +52,7 @@ func (m *Model) recordCensus(batch []scanner.Lock) {
 	}
 	for i := range batch {
 		l := &batch[i]
-		id := l.Key
-		if m.locks.byServer {
-			id = lockID(l.Addr, l.Key, true)
-		}
+		id := m.locks.id(l)
 		if m.history.of(id) == nil {
 			continue
 		}
