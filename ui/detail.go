@@ -240,8 +240,7 @@ func (m *Model) openDetail() tea.Cmd {
 	m.detail.open, m.detail.scroll = true, 0
 	l := m.selected()
 	if l != nil && m.history.of(m.table.selKey) == nil {
-		m.history.track(m.table.selKey, m.now) // not on screen long enough to be tracked yet
-		m.recordLock(m.table.selKey, l)
+		m.startHistory(m.table.selKey, l) // not on screen long enough to be tracked yet
 	}
 	if l == nil || !l.Truncated {
 		return nil

@@ -93,10 +93,16 @@ func (m *Model) trackOnScreen() {
 		if id == "" || m.history.of(id) != nil {
 			continue
 		}
-		m.history.track(id, m.now)
-		if l := m.locks.get(id); l != nil {
-			m.recordLock(id, l)
-		}
+		m.startHistory(id, m.locks.get(id))
+	}
+}
+
+// startHistory starts recording the untracked lock id, from its census record l now (nil:
+// none).
+func (m *Model) startHistory(id string, l *scanner.Lock) {
+	m.history.track(id, m.now)
+	if l != nil {
+		m.recordLock(id, l)
 	}
 }
 
