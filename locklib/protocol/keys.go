@@ -23,6 +23,7 @@ const (
 	WaitPresence                      // WaitPresenceKey
 	Levels                            // LevelsKey
 	Ended                             // EndedKey
+	Limit                             // LimitKey (lease semaphores only)
 )
 
 // companionPrefixes is the naming of each Companion: prefix, then the hash-tagged lock key.
@@ -32,6 +33,7 @@ var companionPrefixes = [...]string{
 	WaitPresence: "waitp:",
 	Levels:       "levels:",
 	Ended:        "ended:",
+	Limit:        "limit:",
 }
 
 // FenceKey is the key of the fencing-token counter of lock key.
@@ -55,12 +57,16 @@ func LevelsKey(key string) string { return companionKey(Levels, key) }
 // (docs/locklib.md).
 func EndedKey(key string) string { return companionKey(Ended, key) }
 
+// LimitKey is the key of a lease semaphore's number of permits (a decimal string, no TTL):
+// the first Acquire sets it, Resize changes it (docs/value-format.md, "Lease semaphores").
+func LimitKey(key string) string { return companionKey(Limit, key) }
+
 // LockKeyOf inverts the companion naming: the lock key that key is the kind companion of, so
 // that a SCAN that returns companion keys tells which locks have them. ok is false for a key
 // that is no companion. The naming is not one-to-one for lock keys that are a whole hash tag:
 // fence:{lock:a} is the fence of both lock:a and {lock:a}; LockKeyOf names lock:a.
 func LockKeyOf(key string) (lockKey string, kind Companion, ok bool) {
-	for kind := Fence; kind <= Ended; kind++ {
+	for kind := Fence; kind <= Limit; kind++ {
 		rest, found := strings.CutPrefix(key, companionPrefixes[kind])
 		if !found {
 			continue

@@ -29,6 +29,7 @@ func TestCompanionKeys(t *testing.T) {
 func TestLockKeyOf(t *testing.T) {
 	names := map[Companion]func(string) string{
 		Fence: FenceKey, WaitQueue: WaitQueueKey, WaitPresence: WaitPresenceKey, Levels: LevelsKey, Ended: EndedKey,
+		Limit: LimitKey,
 	}
 	for _, lock := range []string{"lock:a", "lock:{order}:1001", "lock:x}y", "lock:{", "lock:{}:x", "lock:", "", "{a}b", "fence:{lock:a}"} {
 		for want, name := range names {
