@@ -145,9 +145,10 @@ func (f Flag) Mark() string {
 }
 
 // NeverFrees says l is a lock without expiry: it never frees itself. (A key of another type
-// under the pattern, FormatNotALock, without a TTL is no such lock.)
+// under the pattern, FormatNotALock, without a TTL is no such lock, nor is a semaphore,
+// whose key has no TTL by design: its permits are released or expire.)
 func NeverFrees(l *scanner.Lock) bool {
-	return l.NoExpiry && l.Format != scanner.FormatNotALock
+	return l.NoExpiry && l.Format != scanner.FormatNotALock && !l.IsSemaphore()
 }
 
 // Flags are l's flags at now, in the order the FLAGS column lists them.

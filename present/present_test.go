@@ -61,6 +61,11 @@ func TestAgeTTLAndFlags(t *testing.T) {
 	if got := FlagsText(&forever, t0, time.Minute); got != "NO-EXPIRY" {
 		t.Errorf("no-expiry flags %q", got)
 	}
+	// A semaphore's key has no TTL by design: its permits free themselves, not the key.
+	sem := scanner.Lock{Key: "s", NoExpiry: true, FetchedAt: t0, Shared: &scanner.Shared{Kind: scanner.KindSemaphore}}
+	if NeverFrees(&sem) || FlagsText(&sem, t0, time.Minute) != "" {
+		t.Errorf("a semaphore without TTL flagged: %q", FlagsText(&sem, t0, time.Minute))
+	}
 }
 
 // sortFixture has every kind of tie and unknown, read at different moments like a census.

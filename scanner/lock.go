@@ -30,8 +30,11 @@ const ValueCap = 4096
 // Lock is one lock key as the scanner found it.
 //
 // TTL is the remaining time at FetchedAt; RemainingAt extrapolates it. NoExpiry marks a key
-// without a TTL: a lock that will never free itself. Gone marks a key that no longer exists
-// (only Get and Watch deltas report gone keys; a census drops keys that vanish mid-scan).
+// without a TTL: a lock that will never free itself, except for a semaphore (IsSemaphore),
+// whose key has none by design (its permits expire or are released, not the key). A
+// lockscope lease set's TTL is its latest lease deadline. Gone marks a key that no longer
+// exists (only Get and Watch deltas report gone keys; a census drops keys that vanish
+// mid-scan).
 type Lock struct {
 	Key    string
 	Format Format
@@ -65,9 +68,12 @@ type Lock struct {
 	// agree on one holder. Single-server records carry no per-instance copy: at a million
 	// locks that copy was an eighth of a census's memory.
 	Quorum *Quorum
+	// Shared is set for shared primitives only (read-write locks, semaphores: Kind): their
+	// holders, permits and waiters. Behind a pointer: exclusive locks pay 8 bytes for it.
+	Shared *Shared
 
 	// Flags, kept together so that a million locks do not pay padding after each one.
-	NoExpiry   bool // the key has no TTL: it will never free itself
+	NoExpiry   bool // the key has no TTL: it will never free itself (unless IsSemaphore)
 	Gone       bool // the key does not exist (Get, Watch deltas)
 	HasFence   bool // false: no fence key (or not readable)
 	HasWaiters bool // false: unknown (not readable); true with Waiters 0: nobody waits

@@ -95,11 +95,12 @@ type rowKind struct {
 }
 
 // rareFields are the fields most locks do not have: redisson's owners, a Redlock quorum, a
-// holder or trace that is not a part of the value, an acquisition time that unix
+// shared primitive's holders (scanner.Shared), a holder or trace that is not a part of the value, an acquisition time that unix
 // nanoseconds do not give back exactly.
 type rareFields struct {
 	owners      []scanner.Owner
 	quorum      *scanner.Quorum
+	shared      *scanner.Shared
 	node, trace string
 	ownText     bool // node and trace are here, not in the value
 	acquiredAt  time.Time
@@ -233,8 +234,8 @@ func (s *lockSet) newRow(l *scanner.Lock, old *lockRow, gen uint64) *lockRow {
 	r.nodeAt, r.nodeLen, nodeOK = partOf(r.value, l.Node)
 	r.traceAt, r.traceLen, traceOK = partOf(r.value, l.Trace)
 	ownText := !nodeOK || !traceOK
-	if ownText || l.Owners != nil || l.Quorum != nil || !acquiredAt.IsZero() {
-		r.rare = &rareFields{owners: l.Owners, quorum: l.Quorum, acquiredAt: acquiredAt, ownText: ownText}
+	if ownText || l.Owners != nil || l.Quorum != nil || l.Shared != nil || !acquiredAt.IsZero() {
+		r.rare = &rareFields{owners: l.Owners, quorum: l.Quorum, shared: l.Shared, acquiredAt: acquiredAt, ownText: ownText}
 		if ownText {
 			r.rare.node, r.rare.trace = l.Node, l.Trace
 		}
@@ -290,7 +291,7 @@ func (r *lockRow) fill(l *scanner.Lock) {
 		}
 	}
 	if r.rare != nil {
-		l.Owners, l.Quorum = r.rare.owners, r.rare.quorum
+		l.Owners, l.Quorum, l.Shared = r.rare.owners, r.rare.quorum, r.rare.shared
 		if !r.rare.acquiredAt.IsZero() {
 			l.AcquiredAt = r.rare.acquiredAt
 		}

@@ -114,7 +114,8 @@ func TestBarGlyphs(t *testing.T) {
 
 // TestLockRowKeepsTheRecord: a row gives back the record it was built from, field for field,
 // for the common lock and for the ones with rare fields (redisson owners, a Redlock quorum, a
-// holder that is not part of the value, an acquisition time in another location).
+// semaphore's shared record, a holder that is not part of the value, an acquisition time in
+// another location).
 func TestLockRowKeepsTheRecord(t *testing.T) {
 	quorum := &scanner.Quorum{Instances: []scanner.Instance{{Addr: "a:1", Value: "v", Present: true}}, Agree: 1, Needed: 1, Total: 1, Reached: true}
 	fetched := time.Now() // with a monotonic reading
@@ -124,6 +125,8 @@ func TestLockRowKeepsTheRecord(t *testing.T) {
 			Waiters: 2, HasWaiters: true, Reentry: 3, Value: "api-1:req-9:1764400000123:00000000000000ff:3", Addr: "127.0.0.1:6379"},
 		{Key: "lock:redlock", Format: scanner.FormatRedsync, Value: "v", NoExpiry: true, Truncated: true, Quorum: quorum, FetchedAt: fetched},
 		{Key: "lock:other", Node: "not-in-value", Value: "x", AcquiredAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), FetchedAt: fetched},
+		{Key: "lock:sem", Format: scanner.FormatRedisson, Type: "string", Value: "3", NoExpiry: true, FetchedAt: fetched,
+			Shared: &scanner.Shared{Kind: scanner.KindSemaphore, Available: 3, HasAvailable: true, HoldersUnknown: true}},
 	}
 	for _, l := range append(locks, derefAll(presenttest.Locks())...) {
 		s := newLockSet(false)
