@@ -39,8 +39,8 @@ func (c *Client) publish(e protocol.Event) {
 
 func (c *Client) renewFailed(l *Lock, latency time.Duration, err error) {
 	c.observe(Observation{Type: EventRenewFailed, Key: l.h.key, Latency: latency, Err: err})
-	c.publish(protocol.Event{Type: string(EventRenewFailed), Key: l.h.key, Value: l.value, Node: c.cfg.node, Trace: l.trace,
-		Token: l.token, Reason: err.Error()})
+	c.publish(protocol.Event{Type: string(EventRenewFailed), Key: l.h.key, Value: l.value, Mode: l.h.kind.eventMode(),
+		Node: c.cfg.node, Trace: l.trace, Token: l.token, Reason: err.Error()})
 }
 
 // eventPrefix is e as JSON without its closing brace: a script appends the fields only it
@@ -66,6 +66,7 @@ func eventPrefix(e protocol.Event) string {
 	field(`{"type":`, e.Type, true)
 	field(`,"key":`, e.Key, true)
 	field(`,"value":`, e.Value, false)
+	field(`,"mode":`, e.Mode, false)
 	field(`,"node":`, e.Node, false)
 	field(`,"trace":`, e.Trace, false)
 	number(`,"token":`, e.Token, false)
@@ -95,8 +96,13 @@ func writeJSONString(sb *strings.Builder, s string) {
 }
 
 // holderEvent is an event about the holder of value (released, renewed).
+// For a lease, value is its member (protocol.LeaseMember), and the event carries its mode.
 func holderEvent(t EventType, key, value string) protocol.Event {
 	e := protocol.Event{Type: string(t), Key: key, Value: value}
+	if m, ok := protocol.ParseLeaseMember(value); ok {
+		e.Mode = m.Mode.String()
+		value = m.Value.String()
+	}
 	if v, err := protocol.ParseValue(value); err == nil {
 		e.Node, e.Trace = v.Node, v.Trace
 		if t == EventReleased {

@@ -15,7 +15,7 @@ func TestEventPrefixIsMarshal(t *testing.T) {
 	for i := range 500 {
 		pick := func(k int) string { return texts[(i*7+k*3+i/5)%len(texts)] }
 		num := func(k int) int64 { return numbers[(i*3+k*5+i/7)%len(numbers)] }
-		e := protocol.Event{Type: pick(0), Key: pick(1), Value: pick(2), Node: pick(3), Trace: pick(4),
+		e := protocol.Event{Type: pick(0), Key: pick(1), Value: pick(2), Mode: pick(6), Node: pick(3), Trace: pick(4),
 			Token: num(0), TTLMs: num(1), WaitMs: num(2), HoldMs: num(3), Waiters: num(4), Reason: pick(5), AtMs: num(5)}
 		want, err := json.Marshal(e)
 		if err != nil {

@@ -50,7 +50,8 @@ func (c *Client) observe(o Observation) {
 
 // Tracer is WithTracer's hook around each Obtain, TryObtain and Release call. It is called
 // as the call begins (after its arguments are checked) with the caller's context, the call
-// ("Obtain", "TryObtain" or "Release") and the key. It returns the context the call's Redis
+// ("Obtain", "TryObtain", "Release", or another kind's method: "ObtainRead",
+// "TryObtainWrite"...) and the key. It returns the context the call's Redis
 // requests run under (derived from ctx, e.g. with a span started in it) and end, which the
 // call runs once, as it returns, with the Observation that concludes it: acquired or
 // not_obtained, or released. A call refused before it reaches Redis (ErrInvalid, a second

@@ -12,17 +12,32 @@ import (
 // once rather than retried until the context ends). Waiters queue in arrival order and
 // the releasing client wakes only the first one (docs/locklib.md, "Waiting").
 func (c *Client) Obtain(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	return c.obtain(ctx, key, ttl, true, opts)
+	return c.obtain(ctx, obtainCall{name: "Obtain", kind: kindLock, key: key, ttl: ttl, wait: true}, opts)
 }
 
 // TryObtain makes one attempt. When the key is held, or free but with waiters queued
 // (TryObtain never jumps the queue), the error wraps ErrNotObtained.
 func (c *Client) TryObtain(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	return c.obtain(ctx, key, ttl, false, opts)
+	return c.obtain(ctx, obtainCall{name: "TryObtain", kind: kindLock, key: key, ttl: ttl}, opts)
 }
 
-func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait bool, opts []LockOption) (*Lock, error) {
+// obtainCall is one call of the Obtain loop that every kind of lock shares (obtain): waiting
+// in the store's queue, back-off, wake-ups, the Tracer and the observer.
+type obtainCall struct {
+	name string // the method, as the Tracer and error messages name it ("Obtain", "TryObtainRead"...)
+	kind kind
+	key  string
+	ttl  time.Duration
+	wait bool // wait in the queue until taken (Obtain), or make one attempt (TryObtain)
+	// check refuses options that this kind does not take (nil: every option is fine).
+	check func(key string, lc lockConfig) error
+	// prepare sets the fields of the request that only this kind has (nil: none).
+	prepare func(req *acquireRequest)
+}
+
+func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption) (*Lock, error) {
 	began := time.Now()
+	key, ttl, wait := call.key, call.ttl, call.wait
 	if err := validate(key, ttl); err != nil {
 		return nil, err
 	}
@@ -30,17 +45,24 @@ func (c *Client) obtain(ctx context.Context, key string, ttl time.Duration, wait
 	if err := validateLock(key, lc); err != nil {
 		return nil, err
 	}
-	call := "TryObtain"
-	if wait {
-		call = "Obtain"
+	if call.check != nil {
+		if err := call.check(key, lc); err != nil {
+			return nil, err
+		}
 	}
-	ctx, end := c.startCall(ctx, call, key)
+	if err := c.store.refuses(call.kind, call.name); err != nil {
+		return nil, err
+	}
+	ctx, end := c.startCall(ctx, call.name, key)
 	finish := func(o Observation) {
 		c.observe(o)
 		end(o)
 	}
-	req := acquireRequest{key: key, value: c.newValue(key, lc), ttl: ttl, reentrant: lc.reentrant,
+	req := acquireRequest{kind: call.kind, key: key, value: c.newValue(key, lc), ttl: ttl, reentrant: lc.reentrant,
 		op: c.nextOpID(), queue: wait}
+	if call.prepare != nil {
+		call.prepare(&req)
+	}
 	var wake <-chan struct{}
 	if wait {
 		// Registered before the first attempt (a map entry, no round trip), so a wake-up

@@ -152,6 +152,16 @@ func (s *redlockStore) instanceTimeout(ttl time.Duration) time.Duration {
 // at the protected storage instead.
 func (s *redlockStore) fenced() bool { return false }
 
+// refuses every kind but the plain and re-entrant lock: read-write locks, lease semaphores and
+// multi-key locks are scripts over one server's data (a lease set, several keys at once),
+// which N independent servers cannot agree on without a quorum protocol of their own.
+func (s *redlockStore) refuses(k kind, call string) error {
+	if k != kindLock {
+		return fmt.Errorf("%w: %s is not supported on Redlock", ErrInvalid, call)
+	}
+	return nil
+}
+
 func (s *redlockStore) wakeups(key string) (<-chan struct{}, func()) {
 	return s.wake.subscribe(key)
 }

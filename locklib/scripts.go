@@ -51,6 +51,25 @@ var (
 	scriptLeave   = newServerScript("leave", luaLeave, "{'allow-oom'}")
 )
 
+// The scripts every lease-set kind shares (lease.go): a read or write level of a read-write
+// lock and a semaphore's permit are released, renewed, timed and cleaned up after alike; each
+// kind has an acquire script of its own.
+var (
+	//go:embed lease_release.lua
+	luaLeaseRelease string
+	//go:embed lease_refresh.lua
+	luaLeaseRefresh string
+	//go:embed lease_pttl.lua
+	luaLeasePTTL string
+	//go:embed lease_leave.lua
+	luaLeaseLeave string
+
+	scriptLeaseRelease = newServerScript("lease_release", luaLeaseRelease, "{'allow-oom'}")
+	scriptLeaseRefresh = newServerScript("lease_refresh", luaLeaseRefresh, "{'allow-oom'}")
+	scriptLeasePTTL    = newServerScript("lease_pttl", luaLeasePTTL, "{'no-writes'}")
+	scriptLeaseLeave   = newServerScript("lease_leave", luaLeaseLeave, "{'allow-oom'}")
+)
+
 // Redlock runs refresh.lua and pttl.lua on each instance as they are, and two scripts of its
 // own (with lib.lua's helpers): the single-instance acquire script also keeps a fencing counter and a FIFO wait
 // queue, and its release wakes the queue's head, none of which means anything across N
@@ -71,7 +90,8 @@ var (
 // serverScripts are the functions of functionLibrary, in the order it defines them. Redlock's
 // own two scripts are not among them: Redlock sends them as scripts only (as functions they
 // were no faster, docs/benchmarks/locklib.md).
-var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave}
+var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
+	scriptLeaseRelease, scriptLeaseRefresh, scriptLeasePTTL, scriptLeaseLeave}
 
 // functionLibrary is the library of locklib's functions (FUNCTION LOAD), named
 // lockscope_<hash of its code>.

@@ -129,6 +129,7 @@ func (s *singleStore) acquire(ctx context.Context, req acquireRequest) (acquireR
 	return res, nil
 }
 
+// acquireOnce makes one attempt with the acquire script of req's kind.
 func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acquireResult, error) {
 	if err := s.checkKey(req.key); err != nil {
 		return acquireResult{}, err
@@ -136,6 +137,11 @@ func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acqu
 	if s.replicasErr != nil {
 		return acquireResult{}, s.replicasErr
 	}
+	return s.acquireLock(ctx, req)
+}
+
+// acquireLock is one attempt to take a plain or re-entrant lock (acquire.lua).
+func (s *singleStore) acquireLock(ctx context.Context, req acquireRequest) (acquireResult, error) {
 	value := req.value
 	rand := ""
 	if req.reentrant {
@@ -235,8 +241,8 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 		}
 		return start.Add(time.Duration(pttl) * time.Millisecond), nil
 	}
-	pttl, err := run(ctx, s, scriptRefresh, []any{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
-		[]any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}, cmdInt64, nil)
+	script, keys, args := refreshScript(h, ttl, renewedEvent, false)
+	pttl, err := run(ctx, s, script, keys, args, cmdInt64, nil)
 	if err != nil {
 		return time.Time{}, backendError("refresh", h.key, err)
 	}
@@ -269,8 +275,8 @@ func (s *singleStore) replicated(ctx context.Context, h hold, ttl time.Duration,
 			return outcome{}, err
 		}
 		defer conn.Close()
-		pttl, err := s.scripts.via(conn).run(ctx, scriptRefresh, []any{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)},
-			h.match, h.level(), ttl.Milliseconds(), renewedEvent, "1").Int64()
+		script, keys, args := refreshScript(h, ttl, renewedEvent, true)
+		pttl, err := s.scripts.via(conn).run(ctx, script, keys, args...).Int64()
 		if err != nil || pttl < 0 {
 			return outcome{pttl: pttl}, err
 		}
@@ -308,6 +314,20 @@ func (s *singleStore) masterConn(ctx context.Context, key string) (*redis.Conn, 
 	return nil, s.replicasErr
 }
 
+// refreshScript is the refresh script of h's kind with its keys and arguments: it extends h
+// to live at least ttl more and returns the PTTL, or -3 when h holds nothing. write makes it
+// write even when it extends nothing (replicated: the WAIT after it must count this write).
+func refreshScript(h hold, ttl time.Duration, renewedEvent string, write bool) (*serverScript, []any, []any) {
+	if h.kind.leased() {
+		return scriptLeaseRefresh, []any{h.key, protocol.FenceKey(h.key)}, []any{h.match, ttl.Milliseconds(), renewedEvent}
+	}
+	args := []any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}
+	if write {
+		args = append(args, "1")
+	}
+	return scriptRefresh, []any{h.key, protocol.LevelsKey(h.key), protocol.FenceKey(h.key)}, args
+}
+
 // level is what the scripts check in the levels set: the operation id of a re-entrant
 // level, "" for a plain lock.
 func (h hold) level() string {
@@ -321,6 +341,9 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 	var releasedEvent string
 	if s.events {
 		releasedEvent = holderEventPrefix(EventReleased, h.key, h.match)
+	}
+	if h.kind.leased() {
+		return s.releaseLease(ctx, h, releasedEvent)
 	}
 	flag := "0"
 	if h.reentrant {
@@ -374,7 +397,11 @@ func (s *singleStore) handOver(key, entry, written, tokenText string, waiters in
 }
 
 func (s *singleStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
-	pttl, err := run(ctx, s, scriptPTTL, []any{h.key, protocol.LevelsKey(h.key)}, []any{h.match, h.level()}, cmdInt64, nil)
+	script, keys, args := scriptPTTL, []any{h.key, protocol.LevelsKey(h.key)}, []any{h.match, h.level()}
+	if h.kind.leased() {
+		script, keys, args = scriptLeasePTTL, []any{h.key}, []any{h.match}
+	}
+	pttl, err := run(ctx, s, script, keys, args, cmdInt64, nil)
 	if err != nil {
 		return 0, backendError("pttl", h.key, err)
 	}
@@ -409,6 +436,9 @@ const cleanUpWait = 50 * time.Millisecond
 // abandon cleans up after an Obtain that gave up (leave.lua): its queue entry, and the lock
 // if one of its requests took it or a release handed it over.
 func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
+	if req.kind.leased() {
+		return s.leaveLease(ctx, req)
+	}
 	s.hub.takeGrant(req.op) // a hand-off it will not take: leave.lua releases it
 	match := req.value.String()
 	if req.reentrant {
@@ -457,6 +487,8 @@ func (s *singleStore) cleanUpLater(f func(ctx context.Context) error) <-chan str
 func (s *singleStore) wakeups(key string) (<-chan struct{}, func()) { return s.hub.register(key) }
 
 func (s *singleStore) fenced() bool { return true }
+
+func (s *singleStore) refuses(kind, string) error { return nil }
 
 func (s *singleStore) close() error {
 	err := s.hub.close()

@@ -40,16 +40,62 @@ type store interface {
 	// fenced reports whether acquire hands out safe fencing tokens (false for Redlock).
 	fenced() bool
 
+	// refuses returns an error wrapping ErrInvalid when the store cannot keep locks of kind k
+	// (call names the caller's method, for the message); nil when it can.
+	refuses(k kind, call string) error
+
 	// close releases the store's own resources (subscriptions) and waits for the requests
 	// it still has running; it does not close the caller's clients.
 	close() error
 }
 
+// kind is what a lock is: it decides which of a store's scripts take, renew, release and
+// clean up after it (singleStore dispatches on it; Redlock keeps kindLock only).
+type kind uint8
+
+const (
+	kindLock   kind = iota // a plain or re-entrant lock: a string at the key (Obtain)
+	kindRead               // a read level of a read-write lock: a member of a lease set (ObtainRead)
+	kindWrite              // a write level of a read-write lock: a member of a lease set (ObtainWrite)
+	kindPermit             // one permit of a lease semaphore: a member of a lease set (Semaphore)
+	kindMulti              // a multi-key lock: the same string at every key (ObtainMulti)
+)
+
+// leased reports whether locks of kind k are members of a lease set (docs/value-format.md,
+// "Lease sets"): they share its release, refresh, pttl and clean-up scripts (lease.go).
+func (k kind) leased() bool { return k == kindRead || k == kindWrite || k == kindPermit }
+
+// mode is the lease-set mode of kind k (its member's first byte, and an event's "mode").
+func (k kind) mode() protocol.Mode {
+	switch k {
+	case kindRead:
+		return protocol.ModeRead
+	case kindWrite:
+		return protocol.ModeWrite
+	case kindPermit:
+		return protocol.ModePermit
+	}
+	return 0
+}
+
+// eventMode is the "mode" field of kind k's events: "" for a plain lock.
+func (k kind) eventMode() string {
+	switch {
+	case k.leased():
+		return k.mode().String()
+	case k == kindMulti:
+		return "multi"
+	}
+	return ""
+}
+
 // hold is one held lock as the stores see it: one level, for a re-entrant lock.
 type hold struct {
-	key string
+	kind kind
+	key  string
 	// match is what the scripts compare the stored value with: the value, or for a
-	// re-entrant lock its protocol.Value.Base() (the stored value is then the base + ':<count>').
+	// re-entrant lock its protocol.Value.Base() (the stored value is then the base + ':<count>');
+	// for a lease-set kind, its member (protocol.LeaseMember).
 	match     string
 	op        string // the operation id it is recorded under (acquireResult.level)
 	reentrant bool
@@ -58,6 +104,7 @@ type hold struct {
 
 // acquireRequest is one attempt to take a key.
 type acquireRequest struct {
+	kind      kind
 	key       string
 	value     protocol.Value // Count is ignored: the store sets it for re-entrant locks
 	ttl       time.Duration  // asked-for lifetime
@@ -76,8 +123,8 @@ type acquireRequest struct {
 
 // hold is what the stores need to know of the lock res says this request took.
 func (req acquireRequest) hold(res acquireResult) hold {
-	h := hold{key: req.key, match: res.value, op: res.level, reentrant: req.reentrant, keys: res.keys}
-	if req.reentrant {
+	h := hold{kind: req.kind, key: req.key, match: res.value, op: res.level, reentrant: req.reentrant, keys: res.keys}
+	if req.reentrant && !req.kind.leased() {
 		h.match = protocol.BaseOf(res.value)
 	}
 	return h
@@ -86,7 +133,7 @@ func (req acquireRequest) hold(res acquireResult) hold {
 // acquireResult is the outcome of one attempt.
 type acquireResult struct {
 	acquired bool
-	value    string // the value now stored (with the count for a re-entrant lock)
+	value    string // the value now stored (with the count for a re-entrant lock; a lease set's member)
 	// level is the operation id the lock is recorded under: the request's op, or for Redlock,
 	// whose every attempt must be told from the others (a late undo of one attempt must not
 	// remove the level a later one holds), the attempt's own.

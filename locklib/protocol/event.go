@@ -4,9 +4,13 @@ package protocol
 // Type is the name of a locklib.EventType ("waiting", "acquired", "renewed", "renew_failed",
 // "released", "lost"): locklib owns that vocabulary, which its Observer sees too.
 type Event struct {
-	Type    string `json:"type"`
-	Key     string `json:"key"`
-	Value   string `json:"value,omitempty"`   // the holder's value, when known
+	Type  string `json:"type"`
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"` // the holder's value, when known (a lease set's member, when Mode is set)
+	// Mode is set for the kinds that are not a plain lock: "read", "write" (a read-write
+	// lock's level), "permit" (a lease semaphore's), "multi" (one key of a multi-key lock).
+	// Value is then no string stored at Key: readers re-read the key.
+	Mode    string `json:"mode,omitempty"`
 	Node    string `json:"node,omitempty"`    // the client's node
 	Trace   string `json:"trace,omitempty"`   // the lock's trace id
 	Token   int64  `json:"token,omitempty"`   // fencing token, when there is one

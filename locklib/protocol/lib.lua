@@ -326,3 +326,120 @@ local function digits(n)
   return tostring(n)
 end
 
+
+-- Lease sets (docs/value-format.md, "Lease sets"): a read-write lock or a lease semaphore is
+-- a sorted set at its key, one member '<mode>|<op>|<value>' per lease (a read or write level,
+-- a permit), scored by the lease's deadline in the server's unix ms. A member whose deadline
+-- is at or before now holds nothing.
+
+-- leaseParts splits a lease member: its mode ('r', 'w' or 'p'), its operation id, its value.
+local function leaseParts(member)
+  return string.match(member, '^([rwp])|([^|]+)|(.*)$')
+end
+
+-- leaseOwner is the owner of a lease member: its value's rand (a re-entrant owner's is the
+-- same in all its members, any other is random per operation).
+local function leaseOwner(member)
+  return string.match(member, ':(%x+)$')
+end
+
+-- pruneLeases drops the members of lease set key whose deadline is at or before now (ms).
+local function pruneLeases(key, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+end
+
+-- leaseExpire makes lease set key live exactly until its latest deadline (PEXPIRE), so that
+-- a set whose holders all crashed goes at the last deadline, like a lock. Call it after
+-- pruneLeases: a set without members does not exist (Redis deletes an empty sorted set), and
+-- one whose last deadline has passed is deleted here. It always writes when the set exists
+-- (a WAIT after it counts it). Returns the ms left until that deadline, 0 when gone.
+local function leaseExpire(key, now)
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  if not last then
+    return 0
+  end
+  local left = tonumber(last) - now
+  if left <= 0 then
+    redis.call('DEL', key)
+    return 0
+  end
+  redis.call('PEXPIRE', key, left)
+  return left
+end
+
+-- leaseOf is operation op's member of lease set key and its deadline (nil when op holds
+-- none). It scans the set, which holds one member per holder level.
+local function leaseOf(key, op)
+  local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    local _, o = leaseParts(all[i])
+    if o == op then
+      return all[i], tonumber(all[i + 1])
+    end
+  end
+  return nil
+end
+
+-- leaseScan reads lease set key's live members (deadline after now), in deadline order:
+-- each {member, mode, op, owner, deadline}. owners counts the distinct owners per mode
+-- (owners.r, owners.w, owners.p); expired is how many members have expired.
+local function leaseScan(key, now)
+  local all = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local live, owners, seen, expired = {}, {r = 0, w = 0, p = 0}, {}, 0
+  for i = 1, #all, 2 do
+    local deadline = tonumber(all[i + 1])
+    local mode, op = leaseParts(all[i])
+    if deadline <= now then
+      expired = expired + 1
+    elseif mode then
+      local owner = leaseOwner(all[i])
+      live[#live + 1] = {member = all[i], mode = mode, op = op, owner = owner, deadline = deadline}
+      local id = mode .. (owner or op)
+      if not seen[id] then
+        seen[id] = true
+        owners[mode] = owners[mode] + 1
+      end
+    end
+  end
+  return live, owners, expired
+end
+
+-- A lease set's queue entries carry the mode in front of the value:
+-- '<waiter id>|<ttl ms>|<mode>|<value>'. entryMode reads it (nil for a lock's entry).
+local function entryMode(entry)
+  return string.match(entry, '^[^|]*|%d+|([rwp])|')
+end
+
+-- WAKE_RUN bounds how many waiters one change of a lease set wakes at once.
+local WAKE_RUN = 64
+
+-- wakeLeaseWaiters wakes the live waiters of lease set key that its change may admit, in
+-- queue order from the head: a writer alone (when the set is empty), the run of readers at
+-- the head (up to the first writer: all of them may hold together), or up to free permit
+-- waiters (free: permits not out; nil wakes the head only).
+local function wakeLeaseWaiters(key, queue, presence, free)
+  local head = liveHead(queue, presence)
+  if not head then
+    return
+  end
+  local mode = entryMode(head)
+  if mode ~= 'r' and mode ~= 'p' then
+    if redis.call('EXISTS', key) == 0 then
+      wake(head, key)
+    end
+    return
+  end
+  local budget = WAKE_RUN
+  if mode == 'p' then
+    budget = math.min(free or 1, WAKE_RUN)
+  end
+  for _, entry in ipairs(redis.call('ZRANGE', queue, 0, WAKE_RUN - 1)) do
+    if budget <= 0 or entryMode(entry) ~= mode then
+      return
+    end
+    if redis.call('ZSCORE', presence, entry) then
+      wake(entry, key)
+      budget = budget - 1
+    end
+  end
+end
