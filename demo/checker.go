@@ -53,15 +53,23 @@ type Counters struct {
 	Promotions         int64 `json:"promotions"`        // replicas promoted to master (failover-replica)
 	TokenJumps         int64 `json:"token_jumps"`       // first tokens after a promotion whose counter the new master had lost: the clock floor's
 	TokenRegressions   int64 `json:"token_regressions"` // first tokens after a promotion not above the last one before: must be 0
+	// rw-pool: leases Redis let overlap, judged from their valid intervals (grant to release
+	// or confirmed deadline): a writer's with another lease on the document, or more permits
+	// than the semaphore has. Unsafe.
+	LeaseViolations int64 `json:"lease_violations"`
+	LeasesLost      int64 `json:"leases_lost"` // rw-pool: leases that ran out before their holder released them (crashes, pauses)
+	MaxReaders      int64 `json:"max_readers"` // rw-pool: the most read leases valid at one instant
+	MaxPermits      int64 `json:"max_permits"` // rw-pool: the most permits in use at the pool at one instant (at most the permits)
 }
 
 // Unsafe says whether the protected resource failed to protect: two critical sections
 // interleaved on it, or it accepted a write of a holder whose lock had already gone to a
 // newer holder who wrote, or a fencing token after a promotion was not above the last one
-// before (locklib's promise broken). A lock left without a TTL is a liveness failure, not a
-// safety one; an overlapping holder whose writes fencing refused is the lesson, not a failure.
+// before (locklib's promise broken), or Redis let conflicting leases be valid at once. A lock
+// left without a TTL is a liveness failure, not a safety one; an overlapping holder whose
+// writes fencing refused is the lesson, not a failure.
 func (k Counters) Unsafe() bool {
-	return k.Overlaps > 0 || k.StaleAccepted > 0 || k.TokenRegressions > 0
+	return k.Overlaps > 0 || k.StaleAccepted > 0 || k.TokenRegressions > 0 || k.LeaseViolations > 0
 }
 
 // section is one critical section: from Obtain returning to Release.
@@ -153,22 +161,29 @@ func (c *checker) open(resource string, worker int, token int64, owner string, p
 	handoff := rs.lastHolder != 0 && rs.lastHolder != worker
 	rs.lastHolder, rs.lastOwner, rs.lastOpened = worker, owner, s.id
 	c.firstTokenLocked(s)
-	c.count(phase, func(k *Counters) {
-		k.Sections++
-		if handoff {
-			k.Handoffs++
-		}
-	})
-	if ps := c.phases[phase]; ps != nil {
-		ps.wait.record(wait)
+	c.enteredLocked(phase, wait)
+	if handoff {
+		c.count(phase, func(k *Counters) { k.Handoffs++ })
 	}
-	c.total.wait.record(wait)
 	if cr := rs.crashed; cr != nil {
 		// The crashed holder never released: this section could only start once its lock expired.
 		rs.crashed = nil
 		c.count(cr.phase, func(k *Counters) { k.ExpiredAfterCrash++ })
 	}
 	return s
+}
+
+// entered counts a critical section entered in phase after waiting wait.
+func (c *checker) entered(phase Scenario, wait time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.enteredLocked(phase, wait)
+}
+
+func (c *checker) enteredLocked(phase Scenario, wait time.Duration) {
+	c.count(phase, func(k *Counters) { k.Sections++ })
+	c.phases[phase].wait.record(wait)
+	c.total.wait.record(wait)
 }
 
 // lastOwner is the lock value of the last section entered on resource ("" for none).

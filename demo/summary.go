@@ -131,12 +131,15 @@ func (s Summary) Verdict() error {
 
 // unsafeFigures says what made a run unsafe, for Verdict and the text verdict alike.
 func (s Summary) unsafeFigures() string {
-	regressions := ""
+	more := ""
 	if s.TokenRegressions > 0 {
-		regressions = fmt.Sprintf(", %d fencing tokens after a promotion not above the last before", s.TokenRegressions)
+		more = fmt.Sprintf(", %d fencing tokens after a promotion not above the last before", s.TokenRegressions)
+	}
+	if s.LeaseViolations > 0 {
+		more += fmt.Sprintf(", %d leases Redis let overlap (a writer with another holder, or more permits than the semaphore has)", s.LeaseViolations)
 	}
 	return fmt.Sprintf("%d critical sections interleaved with another on the same resource, %d writes of expired holders accepted%s",
-		s.Overlaps, s.StaleAccepted, regressions)
+		s.Overlaps, s.StaleAccepted, more)
 }
 
 // WriteJSON writes s as one JSON object.
