@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/keygroup"
+	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/scanner"
 )
 
@@ -31,6 +32,9 @@ const (
 	// entrySeenSince: the format carries no acquisition stamp, so acquired is when this
 	// exporter first saw the lock held by holder: its age is a lower bound.
 	entrySeenSince
+	// entryUntimed: a semaphore whose key has no TTL, by design (Redisson's): neither a lock
+	// without expiry nor a TTL in the histogram.
+	entryUntimed
 )
 
 // maxGroups bounds --max-groups: a group index is an entry's uint16, and Other needs one.
@@ -93,9 +97,12 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 		if l.Format == scanner.FormatNotALock {
 			e.flags |= entryNotALock
 		}
-		if l.NoExpiry {
+		switch {
+		case present.NeverFrees(l):
 			e.flags |= entryNoExpiry
-		} else {
+		case l.NoExpiry:
+			e.flags |= entryUntimed
+		default:
 			e.expires = l.FetchedAt.Add(l.TTL).UnixNano()
 		}
 		if l.Quorum != nil && !l.Quorum.Reached {
@@ -104,7 +111,9 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 		if !l.AcquiredAt.IsZero() {
 			e.flags |= entryAcquired
 			e.acquired = l.AcquiredAt.Add(-ahead(l)).UnixNano()
-		} else if h, known := holderHash(l); known && l.Format != scanner.FormatNotALock {
+		} else if h, known := holderHash(l); known && l.Format != scanner.FormatNotALock && !l.IsSemaphore() {
+			// (A semaphore is never stuck as a whole: its permits come and go, or are
+			// unknown, and an unchanged count says nothing of who holds them.)
 			e.flags |= entryAcquired | entrySeenSince
 			e.holder, e.acquired = h, l.FetchedAt.UnixNano()
 			if ok && c.entries[at].flags&entrySeenSince != 0 && c.entries[at].holder == h {

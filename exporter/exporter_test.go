@@ -177,6 +177,31 @@ func TestHeldSinceFirstSeen(t *testing.T) {
 	})
 }
 
+// TestSemaphoresNeitherNoExpiryNorStuck: a Redisson semaphore's key has no TTL by design and
+// its holders are unknown: it is no lock without expiry, has no place in the TTL histogram,
+// and an unchanged count of available permits does not make it stuck; a lockscope semaphore
+// (a lease set, whose TTL is its latest permit's deadline) is in the histogram.
+func TestSemaphoresNeitherNoExpiryNorStuck(t *testing.T) {
+	e, clk := newTest(t, standalone, Options{StuckAfter: 5 * time.Minute})
+	batch := func(gen uint64, at time.Time) {
+		e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: []scanner.Lock{
+			{Key: "lock:pool:redisson", Format: scanner.FormatRedisson, Type: "string", Value: "3", NoExpiry: true, FetchedAt: at,
+				Shared: &scanner.Shared{Kind: scanner.KindSemaphore, Available: 3, HasAvailable: true, HoldersUnknown: true}},
+			{Key: "lock:pool:lockscope", Format: scanner.FormatLockscope, Type: "zset", Value: "p|...", TTL: 30 * time.Second, FetchedAt: at,
+				Shared: &scanner.Shared{Kind: scanner.KindSemaphore, Limit: 5, HasLimit: true, InUse: 1}},
+		}})
+		e.Apply(scanner.Update{Kind: scanner.UpdatePassDone, Gen: gen})
+	}
+	batch(1, t0)
+	clk.at = t0.Add(10 * time.Minute)
+	batch(2, clk.at)
+	want(t, scrape(t, e), map[string]float64{
+		`lockscope_locks_no_expiry{group="pool"}`:        0,
+		`lockscope_locks_stuck{group="pool"}`:            0,
+		`lockscope_lock_ttl_seconds_count{group="pool"}`: 1,
+	})
+}
+
 // TestAgesOnTheServersClock: a stamp is on its server's clock; a server an hour behind the
 // local clock stamps its locks an hour "early", and the age must not count that hour.
 func TestAgesOnTheServersClock(t *testing.T) {

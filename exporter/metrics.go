@@ -84,9 +84,11 @@ func (e *Exporter) take(now time.Time) snapshot {
 		if en.flags&entryNoQuorum != 0 {
 			g.noQuorum++
 		}
-		if en.flags&entryNoExpiry != 0 {
+		switch {
+		case en.flags&entryNoExpiry != 0:
 			g.noExpiry++
-		} else {
+		case en.flags&entryUntimed != 0:
+		default:
 			left := max(time.Duration(en.expires-nowNs), 0)
 			g.ttl[bucketOf(left)]++
 			g.ttlSum += left.Seconds()

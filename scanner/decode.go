@@ -7,6 +7,8 @@ func decodeString(l *Lock, v string) {
 	switch {
 	case decodeLockscope(l, v):
 		l.Format = FormatLockscope
+	case redissonSemaphore(l, v):
+		l.Format = FormatRedisson
 	case isRedsyncToken(v):
 		l.Format = FormatRedsync
 	case isUUID(v):
@@ -20,7 +22,7 @@ func decodeString(l *Lock, v string) {
 	}
 }
 
-// decodeValue decodes whatever a key held: a string, a hash, or another type.
+// decodeValue decodes whatever a key held: a string, a hash, a lease set, or another type.
 func decodeValue(l *Lock, r *instRead) {
 	l.Type = r.typ
 	switch r.typ {
@@ -28,6 +30,10 @@ func decodeValue(l *Lock, r *instRead) {
 		decodeString(l, r.value)
 	case "hash":
 		decodeHash(l, r.fields)
+	case "zset":
+		if !decodeLeaseSet(l, r.members, r.membersCut, r.nowMs, r.limit, r.queue) {
+			l.Format = FormatNotALock
+		}
 	case "":
 		l.Format = FormatUnknown
 	default:

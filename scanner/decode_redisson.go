@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,13 +17,16 @@ type hashField struct {
 
 // decodeHash decodes a Redisson lock: every field is <uuid>:<threadId> with the re-entry
 // count as its value (a read-write lock's writer as <uuid>:<threadId>:write, next to a
-// "mode" field of read or write). Any other hash is opaque. The holder is shown as Node (the
-// first owner for a read lock with several); Reentry is the sum of the counts.
+// "mode" field of read or write: a read-write lock, Shared). Any other hash is opaque. The
+// holder is shown as Node (the first owner for a read lock with several); Reentry is the sum
+// of the counts.
 func decodeHash(l *Lock, fields []hashField) {
 	owners := make([]Owner, 0, len(fields))
 	total := 0
+	mode := ""
 	for _, f := range fields {
 		if f.Name == redissonModeField && (f.Value == "read" || f.Value == "write") {
+			mode = f.Value
 			continue
 		}
 		n, err := strconv.Atoi(f.Value)
@@ -39,6 +43,9 @@ func decodeHash(l *Lock, fields []hashField) {
 	}
 	l.Format = FormatRedisson
 	l.Owners, l.Reentry, l.Node = owners, total, owners[0].ID
+	if mode != "" {
+		redissonRW(l, mode, owners)
+	}
 }
 
 // redissonModeField is the field of an RReadWriteLock's hash that says which side holds it.
@@ -198,9 +205,13 @@ func redissonPermitsOf(key string) (string, bool) {
 //     waiting clients: each has at least one waiting thread. On a cluster the subscribers may
 //     be on any node (or, sharded, on the slot's), so there only the queue is read and a lock
 //     without one has unknown waiters.
+//   - for a read-write lock, the PTTL of every read level's key (redissonLevelKey, at most
+//     hashCap a lock): each reader's own lease;
+//   - for a semaphore, the permits of a RPermitExpirableSemaphore (its first hashCap), and
+//     its waiting clients as a plain lock's, on the semaphore's channel.
 //
 // A refused read leaves its part unknown.
-func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters bool) error {
+func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters bool, hashCap int) error {
 	var idx []int
 	for i := range locks {
 		if locks[i].Format == FormatRedisson {
@@ -211,21 +222,31 @@ func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters 
 		return nil
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	fetched := time.Now()
+	now := strconv.FormatInt(fetched.UnixMilli(), 10)
 	tokens := make([]*redis.StringCmd, len(idx))
 	queued := make([]*redis.IntCmd, len(idx))
 	stale := make([]*redis.IntCmd, len(idx))
+	permits := make([]*redis.ZSliceCmd, len(idx))
+	levels := make([][]*redis.DurationCmd, len(idx))
 	var channels []string
 	var subscribers *redis.MapStringIntCmd
 	pipe := rdb.Pipeline()
 	for j, i := range idx {
-		key := locks[i].Key
-		tokens[j] = pipe.Get(ctx, redissonPrefixed(redissonTokenPrefix, key))
+		l := &locks[i]
 		if waiters {
-			queued[j] = pipe.LLen(ctx, RedissonQueueKey(key))
-			stale[j] = pipe.ZCount(ctx, RedissonTimeoutKey(key), "-inf", now)
-			channels = append(channels, redissonChannel(&locks[i]))
+			channels = append(channels, redissonChannel(l))
 		}
+		if l.IsSemaphore() {
+			permits[j] = pipe.ZRangeWithScores(ctx, redissonPermitsKey(l.Key), 0, int64(hashCap)) // one more: tells the cut
+			continue
+		}
+		tokens[j] = pipe.Get(ctx, redissonPrefixed(redissonTokenPrefix, l.Key))
+		if waiters {
+			queued[j] = pipe.LLen(ctx, RedissonQueueKey(l.Key))
+			stale[j] = pipe.ZCount(ctx, RedissonTimeoutKey(l.Key), "-inf", now)
+		}
+		levels[j] = readLevels(ctx, pipe, l, hashCap)
 	}
 	if waiters && !cluster {
 		subscribers = pipe.PubSubNumSub(ctx, channels...)
@@ -241,14 +262,26 @@ func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters 
 	}
 	for j, i := range idx {
 		l := &locks[i]
-		if v, err := tokens[j].Result(); err == nil {
-			l.Fence, l.HasFence = parseFence(v)
+		if c := permits[j]; c != nil {
+			if p, err := c.Result(); err == nil {
+				redissonPermits(l, p[:min(len(p), hashCap)], len(p) > hashCap, fetched.UnixMilli())
+			}
 		}
+		if c := tokens[j]; c != nil {
+			if v, err := c.Result(); err == nil {
+				l.Fence, l.HasFence = parseFence(v)
+			}
+		}
+		applyLevels(l, levels[j])
 		if !waiters {
 			continue
 		}
-		n, errQ := queued[j].Result()
-		gone, errS := stale[j].Result()
+		var n, gone int64
+		var errQ, errS error = redis.Nil, redis.Nil
+		if queued[j] != nil {
+			n, errQ = queued[j].Result()
+			gone, errS = stale[j].Result()
+		}
 		switch {
 		case errQ == nil && errS == nil && n > gone:
 			l.Waiters, l.HasWaiters = int(n-gone), true
@@ -259,9 +292,69 @@ func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters 
 	return nil
 }
 
-// redissonChannel is where l's waiters hear of an unlock: an RReadWriteLock's channel, or an
-// RLock's (an RFairLock's waiters each have their own, named after their queue entry).
+// readLevels asks the PTTL of the read levels of l's readers (the first hashCap of them), in
+// Shared.Holders order, level 1 up: nil unless l is an RReadWriteLock.
+func readLevels(ctx context.Context, pipe redis.Pipeliner, l *Lock, hashCap int) []*redis.DurationCmd {
+	if l.Kind() != KindRWLock {
+		return nil
+	}
+	var cmds []*redis.DurationCmd
+	for _, h := range l.Shared.Holders {
+		for level := 1; h.Mode == protocol.ModeRead && level <= h.Count && len(cmds) < hashCap; level++ {
+			cmds = append(cmds, pipe.PTTL(ctx, redissonLevelKey(l.Key, h.Field, level)))
+		}
+	}
+	return cmds
+}
+
+// applyLevels gives each reader of l its read levels (Leases: their keys and TTLs) and its own
+// TTL, the longest of theirs: a reader whose levels have all gone holds nothing any more
+// (Expired), though its field is still in the hash. Levels past the cap keep the key's TTL.
+func applyLevels(l *Lock, cmds []*redis.DurationCmd) {
+	if len(cmds) == 0 {
+		return
+	}
+	sh := l.Shared
+	sh.InUse, sh.Truncated = 0, false
+	next := 0
+	for k := range sh.Holders {
+		h := &sh.Holders[k]
+		if h.Mode != protocol.ModeRead {
+			sh.InUse += h.Count
+			continue
+		}
+		h.TTL, h.Expired = 0, true
+		for level := 1; level <= h.Count; level++ {
+			if next >= len(cmds) {
+				sh.Truncated = true
+				h.TTL, h.Expired = l.TTL, false
+				break
+			}
+			c := cmds[next]
+			next++
+			pttl, err := c.Result()
+			if err != nil || pttl == -2 {
+				sh.Expired++
+				continue // gone: the level's lease ran out
+			}
+			ttl, forever := ttlOf(pttl)
+			if forever {
+				ttl = l.TTL
+			}
+			sh.InUse++
+			h.Leases = append(h.Leases, Lease{Member: redissonLevelKey(l.Key, h.Field, level), TTL: ttl})
+			h.TTL, h.Expired = max(h.TTL, ttl), false
+		}
+	}
+}
+
+// redissonChannel is where l's waiters hear of an unlock: a semaphore's channel, an
+// RReadWriteLock's, or an RLock's (an RFairLock's waiters each have their own, named after
+// their queue entry).
 func redissonChannel(l *Lock) string {
+	if l.IsSemaphore() {
+		return redissonPrefixed(redissonSemaphoreChannel, l.Key)
+	}
 	if isRedissonRW(l) {
 		return redissonPrefixed(redissonRWChannelPrefix, l.Key)
 	}

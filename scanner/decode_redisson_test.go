@@ -81,7 +81,7 @@ func TestRedissonLocksAsTheyAre(t *testing.T) {
 	checkRedissonRows(t, "census", census.Locks)
 	got := byKey(t, census.Locks)
 	wantWaiters := map[string]int{"lock:r:plain": 0, "lock:r:fair": 1, "lock:r:waited": 1, "lock:r:fenced": 0,
-		"lock:r:rw-read": 0, "lock:r:rw-write": 0, "lock:seed": 1}
+		"lock:r:rw-read": 0, "lock:r:rw-write": 0, "lock:seed": 1, "lock:r:psem": 0}
 	for _, key := range redissonRows {
 		l := got[key]
 		want, known := wantWaiters[key]

@@ -35,7 +35,7 @@ func TestDecodeString(t *testing.T) {
 		{"node-redlock hex", "0123456789abcdef0123456789abcdef", FormatHex, "", "", time.Time{}, 0, ""},
 		{"hex 16", "deadbeefdeadbeef", FormatHex, "", "", time.Time{}, 0, ""},
 		{"hex odd", "deadbeefdeadbeef1", FormatOpaque, "", "", time.Time{}, 0, ""},
-		{"short number", "1", FormatOpaque, "", "", time.Time{}, 0, ""},
+		{"short number with a TTL", "1", FormatOpaque, "", "", time.Time{}, 0, ""},
 		{"empty", "", FormatOpaque, "", "", time.Time{}, 0, ""},
 		{"binary", "\x00\x01\xfe\xff", FormatOpaque, "", "", time.Time{}, 0, ""},
 		{"text", "held by cron", FormatOpaque, "", "", time.Time{}, 0, ""},

@@ -191,7 +191,7 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 	o.Protocol = 2
 	own := o.OnConnect
 	var connects atomic.Int64
-	prefix := literalPrefix(s.opts.Pattern)
+	prefixes := trackingPrefixes(s.opts.Pattern)
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		if own != nil {
 			if err := own(ctx, cn); err != nil {
@@ -200,7 +200,7 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 		}
 		switch mech {
 		case FollowTracking:
-			if err := enableTracking(ctx, cn, prefix); err != nil {
+			if err := enableTracking(ctx, cn, prefixes...); err != nil {
 				return err
 			}
 		case FollowNotifications:
@@ -231,8 +231,12 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 	}
 	subscriptions := len(channels)
 	if err == nil && mech == FollowNotifications {
-		err = sub.PSubscribe(ctx, fmt.Sprintf("__keyspace@%d__:%s", o.DB, s.opts.Pattern))
-		subscriptions++
+		patterns := []string{fmt.Sprintf("__keyspace@%d__:%s", o.DB, s.opts.Pattern)}
+		if p := redissonSuffixedPattern(s.opts.Pattern); p != "" {
+			patterns = append(patterns, fmt.Sprintf("__keyspace@%d__:%s", o.DB, p))
+		}
+		err = sub.PSubscribe(ctx, patterns...)
+		subscriptions += len(patterns)
 	}
 	if err == nil {
 		err = s.confirmSubscriptions(ctx, sub, subscriptions, dirty)
@@ -274,18 +278,31 @@ func (s *Scanner) confirmSubscriptions(ctx context.Context, sub *redis.PubSub, n
 // one no lock key starts with, so that it hears of flushes only.
 const flushOnlyPrefix = "\x00lockscope:flush-only\x00"
 
-// enableTracking turns on broadcast tracking of keys starting with prefix (all keys when it
-// is empty) on cn, redirected to cn itself.
-func enableTracking(ctx context.Context, cn *redis.Conn, prefix string) error {
+// enableTracking turns on broadcast tracking of keys starting with any of prefixes (all keys
+// when there is none) on cn, redirected to cn itself.
+func enableTracking(ctx context.Context, cn *redis.Conn, prefixes ...string) error {
 	id, err := cn.ClientID(ctx).Result()
 	if err != nil {
 		return err
 	}
 	args := []any{"client", "tracking", "on", "redirect", id, "bcast"}
-	if prefix != "" {
-		args = append(args, "prefix", prefix)
+	for _, p := range prefixes {
+		args = append(args, "prefix", p)
 	}
 	return cn.Do(ctx, args...).Err()
+}
+
+// trackingPrefixes are the prefixes that tracking follows for pattern: its literal prefix,
+// and that of redissonSuffixedPattern; none (every key) for a pattern without one.
+func trackingPrefixes(pattern string) []string {
+	prefix := literalPrefix(pattern)
+	if prefix == "" {
+		return nil
+	}
+	if p := redissonSuffixedPattern(pattern); p != "" {
+		return []string{prefix, literalPrefix(p)}
+	}
+	return []string{prefix}
 }
 
 // literalPrefix is the part of a glob pattern before its first special character: every
@@ -323,8 +340,8 @@ func notificationsOn(ctx context.Context, rdb redis.Cmdable) bool {
 }
 
 // lockEvents are the keyspace event classes every change of a lock key falls in: generic,
-// string, hash, expired and evicted.
-const lockEvents = "g$hxe"
+// string, hash, sorted set (lease sets, a Redisson semaphore's permits), expired and evicted.
+const lockEvents = "g$hzxe"
 
 // hintsHealthCheck is how long a subscriber waits for a message before it pings the server,
 // so that a dead connection is found and replaced.
@@ -363,13 +380,33 @@ func (s *Scanner) forwardHints(ctx context.Context, sub *redis.PubSub, client *r
 	}
 }
 
-// hear marks the keys under the pattern that m is about for a re-read.
+// hear marks the keys under the pattern that m is about for a re-read. A companion of a lock
+// under the pattern marks its lock instead: a Redisson reader's level or a semaphore's permits
+// change what the lock's record shows (its holders' TTLs) without the lock key changing.
 func (s *Scanner) hear(m *redis.Message, dirty *dirtyKeys) {
 	for _, key := range hintKeys(m) {
-		if MatchGlob(s.opts.Pattern, key) && !companionIn(s.opts.Pattern, key) {
+		if lock, _, ok := companionOf(key); ok && MatchGlob(s.opts.Pattern, lock) {
+			dirty.add(lock)
+			continue
+		}
+		if sem, ok := redissonPermitsOf(key); ok && MatchGlob(s.opts.Pattern, sem) {
+			dirty.add(sem) // key may be a lock of its own too: both are read
+		}
+		if MatchGlob(s.opts.Pattern, key) {
 			dirty.add(key)
 		}
 	}
+}
+
+// redissonSuffixedPattern matches the companions Redisson names after the pattern's locks
+// with its suffixName ("{<name>}:<suffix>": a reader's levels, a semaphore's permits), which
+// the pattern itself does not match; "" when the names have a "{" of their own (Redisson
+// then appends the suffix, and the pattern may match them already).
+func redissonSuffixedPattern(pattern string) string {
+	if strings.Contains(pattern, "{") {
+		return ""
+	}
+	return "{" + pattern + "}:*"
 }
 
 // hintKeys extracts the keys a message is about.
@@ -391,8 +428,8 @@ func hintKeys(m *redis.Message) []string {
 	return nil
 }
 
-// enableNotifications adds keyspace events for generic, string, hash, expired and evicted
-// changes to whatever notify-keyspace-events already holds (never removes a flag).
+// enableNotifications adds keyspace events for generic, string, hash, sorted set, expired and
+// evicted changes to whatever notify-keyspace-events already holds (never removes a flag).
 func enableNotifications(ctx context.Context, c redis.Cmdable) error {
 	cur, err := c.ConfigGet(ctx, "notify-keyspace-events").Result()
 	if err != nil {

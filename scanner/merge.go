@@ -39,7 +39,7 @@ func (s *Scanner) readLocks(ctx context.Context, keys []string, readers []server
 		}
 		singleLocks(keys, reads[0], readers[0].addr, fetched, dst)
 		return p.retry(ctx, readers[0].addr, func() error {
-			return readRedisson(ctx, readers[0].rdb, dst, p.readsWaiters())
+			return readRedisson(ctx, readers[0].rdb, dst, p.readsWaiters(), s.opts.HashCap)
 		})
 	}
 	var wg sync.WaitGroup
@@ -86,7 +86,7 @@ func singleLocks(keys []string, reads []instRead, addr string, fetched time.Time
 		*l = Lock{Key: keys[i], Addr: addr, FetchedAt: fetched, Value: r.value, Truncated: r.truncated}
 		l.Fence, l.HasFence, l.Waiters, l.HasWaiters = r.fence, r.hasFence, r.waiters, r.hasWaiters
 		l.TTL, l.NoExpiry = ttlOf(r.pttl)
-		decodeValue(l, r)
+		decodeValue(l, r) // after the TTL: some layouts are told by it (redissonSemaphore)
 		forgetForeignWaiters(l)
 	}
 }
@@ -131,11 +131,11 @@ func quorumLocks(keys []string, reads [][]instRead, readers []server, fetched ti
 		r := &reads[best][i]
 		l := &dst[i]
 		*l = Lock{Key: keys[i], FetchedAt: fetched, Value: r.value, Truncated: r.truncated}
-		decodeValue(l, r)
 		q := &Quorum{Instances: insts, Agree: agree, Needed: n/2 + 1, Total: n}
 		q.Reached = q.Agree >= q.Needed
 		l.Quorum = q
 		l.TTL, l.NoExpiry = quorumTTL(reads, i, r.value, q)
+		decodeValue(l, r) // after the TTL: some layouts are told by it (redissonSemaphore)
 		for j := range reads {
 			if reads[j] == nil || !reads[j][i].present {
 				continue

@@ -14,12 +14,20 @@ import (
 
 // instRead is what one server said about one key.
 type instRead struct {
-	present    bool
-	pttl       time.Duration // -1: no expiry
-	typ        string        // "" when the value could not be read
-	value      string
-	truncated  bool
-	fields     []hashField // hashes
+	present   bool
+	pttl      time.Duration // -1: no expiry
+	typ       string        // "" when the value could not be read
+	value     string
+	truncated bool
+	fields    []hashField // hashes
+	// Sorted sets that are lease sets (decodeLeaseSet): their first members (membersCut:
+	// there are more), the server's clock at the read (unix ms), the semaphore limit
+	// (protocol.LimitKey, "" when absent) and the wait queue's first entries.
+	members    []redis.Z
+	membersCut bool
+	nowMs      int64
+	limit      string
+	queue      []string
 	fence      int64
 	hasFence   bool
 	waiters    int
@@ -317,18 +325,28 @@ func (b companions) apply(ctx context.Context, rdb redis.Cmdable, queueKeys []st
 }
 
 // readOthers asks TYPE for keys that are not strings and reads hashes (HSCAN COUNT hashCap:
-// a capped HGETALL that a huge hash cannot turn into a huge reply).
+// a capped HGETALL that a huge hash cannot turn into a huge reply) and sorted sets (ZRANGE
+// of the first hashCap members, for the same reason), in one pipeline with the server's
+// clock; then, for sorted sets that are lease sets, their limit and wait queue.
 func readOthers(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int, out []instRead, hashCap int, denied *denials, warn func(string)) error {
 	types := make([]*redis.StatusCmd, len(idx))
 	scans := make([]*redis.ScanCmd, len(idx))
+	ranges := make([]*redis.ZSliceCmd, len(idx))
 	pipe := rdb.Pipeline()
+	clock := pipe.Time(ctx)
 	for j, i := range idx {
 		types[j] = pipe.Type(ctx, keys[i])
 		scans[j] = pipe.HScan(ctx, keys[i], 0, "", int64(hashCap))
+		ranges[j] = pipe.ZRangeWithScores(ctx, keys[i], 0, int64(hashCap)) // one more: tells the cut
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {
 		return err
 	}
+	nowMs := time.Now().UnixMilli() // a server that refuses TIME: the local clock
+	if t, err := clock.Result(); err == nil {
+		nowMs = t.UnixMilli()
+	}
+	var leaseSets []int
 	for j, i := range idx {
 		typ, err := types[j].Result()
 		switch {
@@ -344,21 +362,68 @@ func readOthers(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int
 			continue
 		}
 		r.typ = typ
-		if typ != "hash" {
+		var cmd interface{ Err() error }
+		switch typ {
+		case "hash":
+			cmd = scans[j]
+		case "zset":
+			cmd = ranges[j]
+		default:
 			continue
 		}
-		kv, cursor, err := scans[j].Result()
-		switch {
+		switch err := cmd.Err(); {
 		case isNoPerm(err):
 			deny(denied, readValue, warn)
 			r.typ = ""
 			continue
-		case err != nil:
+		case err != nil && typ == "hash":
 			return replyErr("HSCAN", err)
+		case err != nil:
+			return replyErr("ZRANGE", err)
 		}
-		r.fields = pairs(kv, hashCap)
-		r.value, r.truncated = hashText(r.fields)
-		r.truncated = r.truncated || cursor != 0 || len(kv)/2 > hashCap
+		if typ == "hash" {
+			kv, cursor, _ := scans[j].Result()
+			r.fields = pairs(kv, hashCap)
+			r.value, r.truncated = hashText(r.fields)
+			r.truncated = r.truncated || cursor != 0 || len(kv)/2 > hashCap
+			continue
+		}
+		members := ranges[j].Val()
+		r.members, r.membersCut, r.nowMs = members[:min(len(members), hashCap)], len(members) > hashCap, nowMs
+		if len(members) > 0 {
+			if text, ok := members[0].Member.(string); ok && isLeaseMember(text) {
+				leaseSets = append(leaseSets, i)
+			}
+		}
+	}
+	if len(leaseSets) == 0 {
+		return nil
+	}
+	return readLeaseCompanions(ctx, rdb, keys, leaseSets, out, hashCap)
+}
+
+func isLeaseMember(s string) bool {
+	_, ok := protocol.ParseLeaseMember(s)
+	return ok
+}
+
+// readLeaseCompanions reads what lease sets keep beside them: a semaphore's limit and the
+// wait queue's first hashCap entries (whose modes say who waits for what). A refused or
+// mistyped read leaves them unknown.
+func readLeaseCompanions(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int, out []instRead, hashCap int) error {
+	limits := make([]*redis.StringCmd, len(idx))
+	queues := make([]*redis.StringSliceCmd, len(idx))
+	pipe := rdb.Pipeline()
+	for j, i := range idx {
+		limits[j] = pipe.Get(ctx, protocol.LimitKey(keys[i]))
+		queues[j] = pipe.ZRange(ctx, protocol.WaitQueueKey(keys[i]), 0, int64(hashCap)-1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {
+		return err
+	}
+	for j, i := range idx {
+		out[i].limit = limits[j].Val()
+		out[i].queue = queues[j].Val()
 	}
 	return nil
 }
