@@ -70,8 +70,8 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz-short.sh
 
 # Long fault-injected histories of locklib (locklib/history_test.go): TestHistory on one
-# server, TestHistoryRedlock on three; `make test` runs them for 25 s and 15 s, this for
-# SOAK each. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
+# server, TestHistoryRedlock on three, TestHistorySemaphore on a lease semaphore; `make test`
+# runs them for 25 s, 15 s and 4 s, this for SOAK each. LOCKLIB_HISTORY_SEED=<seed> repeats a run's random choices.
 # Then every deployment × fault cell of docs/guarantees.md's table (internal/contend; `make
 # test` runs three), written to internal/contend/matrix.md (about 5 minutes).
 # Then the demo's failover-replica scenario for 2 minutes (about ten failovers; `make test`
@@ -81,7 +81,7 @@ fuzz:
 SOAK ?= 10m
 FAILOVER_ROUNDS ?= 10
 soak: deps
-	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock)?$$' -count=1 -timeout 0 ./locklib/
+	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock|Semaphore)?$$' -count=1 -timeout 0 ./locklib/
 	GUARANTEES_MATRIX=full GUARANTEES_MATRIX_OUT=matrix.md $(GO) test -race -run '^TestGuaranteesMatrix$$' -count=1 -timeout 0 -v ./internal/contend/
 	DEMO_FAILOVER_REPLICA=2m $(GO) test -race -run '^TestFailoverReplica$$' -count=1 -timeout 0 -v ./demo/
 	LOCKLIB_FAILOVER=$(FAILOVER_ROUNDS) $(GO) test -race -run '^TestFailoverLossRate$$' -count=1 -timeout 0 -v ./locklib/

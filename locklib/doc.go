@@ -33,6 +33,14 @@
 // at every call: goroutines that merely share a context never share the lock, and an empty
 // owner is refused with [ErrInvalid].
 //
+// # Lease semaphores
+//
+// [Client.Semaphore] returns a lease semaphore: at most N permits out at once on a key, each
+// permit a Lock of its own from [Semaphore.Acquire] or [Semaphore.TryAcquire] (own ttl,
+// watchdog, Lost(), a fencing token drawn for each grant), so a holder that crashes gives its
+// permit back at its ttl. Waiters are served in arrival order; [Semaphore.Resize] changes N
+// at runtime and [Semaphore.Status] reads it (docs/locklib.md, "Lease semaphores").
+//
 // # Redlock
 //
 // [NewRedlock] returns the same Client over N independent Redis masters: a lock is held when

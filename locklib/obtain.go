@@ -115,7 +115,7 @@ func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption)
 			return l, nil
 		}
 		if !wait {
-			err := notObtained(key, res)
+			err := notObtained(call.kind, key, res)
 			finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began), Latency: latency, Err: err})
 			return nil, err
 		}
@@ -172,8 +172,10 @@ func ctxEnded(key string, ctxErr error) error {
 	return fmt.Errorf("%w: %q: %w", ErrNotObtained, key, ctxErr)
 }
 
-func notObtained(key string, res acquireResult) error {
+func notObtained(k kind, key string, res acquireResult) error {
 	switch {
+	case k == kindPermit:
+		return fmt.Errorf("%w: %q has no permit free for this TryAcquire (%d waiters queued)", ErrNotObtained, key, res.waiters)
 	case res.holderTTL == 0 && res.waiters > 0:
 		return fmt.Errorf("%w: %q is free but %d waiters are queued first", ErrNotObtained, key, res.waiters)
 	case res.holderTTL == 0:

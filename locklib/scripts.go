@@ -64,10 +64,23 @@ var (
 	//go:embed lease_leave.lua
 	luaLeaseLeave string
 
+	// The lease semaphore's own scripts (semaphore.go); its permits are released, renewed and
+	// cleaned up after by the lease set's.
+	//go:embed semaphore_acquire.lua
+	luaSemAcquire string
+	//go:embed semaphore_resize.lua
+	luaSemResize string
+	//go:embed semaphore_status.lua
+	luaSemStatus string
+
 	scriptLeaseRelease = newServerScript("lease_release", luaLeaseRelease, "{'allow-oom'}")
 	scriptLeaseRefresh = newServerScript("lease_refresh", luaLeaseRefresh, "{'allow-oom'}")
 	scriptLeasePTTL    = newServerScript("lease_pttl", luaLeasePTTL, "{'no-writes'}")
 	scriptLeaseLeave   = newServerScript("lease_leave", luaLeaseLeave, "{'allow-oom'}")
+	scriptSemAcquire   = newServerScript("sem_acquire", luaSemAcquire, "{}")
+	// A resize writes the limit (a string that may grow): refused whole when out of memory.
+	scriptSemResize = newServerScript("sem_resize", luaSemResize, "{}")
+	scriptSemStatus = newServerScript("sem_status", luaSemStatus, "{'no-writes'}")
 )
 
 // Redlock runs refresh.lua and pttl.lua on each instance as they are, and two scripts of its
@@ -91,7 +104,7 @@ var (
 // own two scripts are not among them: Redlock sends them as scripts only (as functions they
 // were no faster, docs/benchmarks/locklib.md).
 var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
-	scriptLeaseRelease, scriptLeaseRefresh, scriptLeasePTTL, scriptLeaseLeave}
+	scriptLeaseRelease, scriptLeaseRefresh, scriptLeasePTTL, scriptLeaseLeave, scriptSemAcquire, scriptSemResize, scriptSemStatus}
 
 // functionLibrary is the library of locklib's functions (FUNCTION LOAD), named
 // lockscope_<hash of its code>.

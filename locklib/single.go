@@ -137,6 +137,9 @@ func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acqu
 	if s.replicasErr != nil {
 		return acquireResult{}, s.replicasErr
 	}
+	if req.kind == kindPermit {
+		return s.acquirePermit(ctx, req)
+	}
 	return s.acquireLock(ctx, req)
 }
 

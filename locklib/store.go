@@ -116,6 +116,8 @@ type acquireRequest struct {
 	queue  bool          // wait in the store's queue (Obtain; not TryObtain)
 	start  time.Time     // monotonic start of the attempt: validity is measured from it
 	waited time.Duration // how long the Obtain has waited so far (for the acquired event)
+	// limit is a semaphore's permits (kindPermit): its limit while the limit key is absent.
+	limit int
 	// wake is the signal channel this Obtain got from wakeups(key), so a store that
 	// addresses wake-ups to one waiter can route them to it (nil for TryObtain).
 	wake <-chan struct{}
