@@ -72,9 +72,22 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	variants := []func(){raw, cycle(withEvents), cycle(noEvents), scriptsOnly, cycle(ctxTimeouts)}
-	var spent [5]time.Duration
-	for _, v := range variants { // warm up connections and script caches
+	mean := interleaved(b, raw, cycle(withEvents), cycle(noEvents), scriptsOnly, cycle(ctxTimeouts))
+	b.ReportMetric(mean[0], "raw-ns/cycle")
+	b.ReportMetric(mean[1], "locklib-ns/cycle")
+	b.ReportMetric(mean[2], "locklib-noevents-ns/cycle")
+	b.ReportMetric(mean[1]/mean[0], "locklib/raw")
+	b.ReportMetric(mean[2]/mean[0], "noevents/raw")
+	b.ReportMetric(mean[3]/mean[0], "scripts/raw")
+	b.ReportMetric(mean[4]/mean[0], "ctxtimeouts/raw")
+}
+
+// interleaved runs one cycle of every variant per iteration of b, in turn, against the same
+// server, after one warm-up cycle each (connections, the function library), and returns the
+// mean ns per cycle of each: on a shared, noisy machine only ratios within one run mean much.
+func interleaved(b *testing.B, variants ...func()) []float64 {
+	spent := make([]time.Duration, len(variants))
+	for _, v := range variants {
 		v()
 	}
 	n := 0
@@ -86,14 +99,11 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 		}
 		n++
 	}
-	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(n) }
-	b.ReportMetric(per(0), "raw-ns/cycle")
-	b.ReportMetric(per(1), "locklib-ns/cycle")
-	b.ReportMetric(per(2), "locklib-noevents-ns/cycle")
-	b.ReportMetric(per(1)/per(0), "locklib/raw")
-	b.ReportMetric(per(2)/per(0), "noevents/raw")
-	b.ReportMetric(per(3)/per(0), "scripts/raw")
-	b.ReportMetric(per(4)/per(0), "ctxtimeouts/raw")
+	mean := make([]float64, len(variants))
+	for i := range spent {
+		mean[i] = float64(spent[i].Nanoseconds()) / float64(max(n, 1))
+	}
+	return mean
 }
 
 // BenchmarkObtainRelease is one uncontended Obtain+Release with default options, for its

@@ -142,18 +142,7 @@ func runHistory(t *testing.T, dur time.Duration, seed uint64, setup historySetup
 	var lockClients []*Client
 	var workers []*historyWorker
 	for ci := range clients {
-		opts := []func(*redis.Options){faults.Options}
-		switch ci {
-		case 0:
-			// A common setting: the socket wait ends with the context, so a call is often cut
-			// short after the server ran it.
-			opts = append(opts, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-		case 1:
-			// No retries: a lost reply or request is a backend error, so attempts fail with
-			// their outcome unknown, and their Obtain cleans up after them.
-			opts = append(opts, func(o *redis.Options) { o.MaxRetries = -1 })
-		}
-		// The last Client keeps go-redis's defaults, like most users.
+		opts := historyRedisOptions(ci, faults)
 		var rdbs []redis.UniversalClient
 		for _, srv := range servers {
 			rdbs = append(rdbs, srv.Client(opts...))
@@ -201,6 +190,24 @@ func runHistory(t *testing.T, dur time.Duration, seed uint64, setup historySetup
 	}
 
 	h.check(t, seed, faults.Stats())
+}
+
+// historyRedisOptions are the go-redis options of a history's Client ci (of 3), each with
+// faults installed.
+func historyRedisOptions(ci int, faults *redistest.Faults) []func(*redis.Options) {
+	opts := []func(*redis.Options){faults.Options}
+	switch ci {
+	case 0:
+		// A common setting: the socket wait ends with the context, so a call is often cut
+		// short after the server ran it.
+		opts = append(opts, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	case 1:
+		// No retries: a lost reply or request is a backend error, so attempts fail with
+		// their outcome unknown, and their Obtain cleans up after them.
+		opts = append(opts, func(o *redis.Options) { o.MaxRetries = -1 })
+	}
+	// The last Client keeps go-redis's defaults, like most users.
+	return opts
 }
 
 func historyParams(t *testing.T, dur time.Duration) (time.Duration, uint64) {

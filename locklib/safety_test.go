@@ -452,18 +452,27 @@ func TestFailedScriptWritesNothing(t *testing.T) {
 			}
 			rdb.Del(context.Background(), companion(key))
 			rdb.HSet(context.Background(), companion(key), "f", "v")
-			before := snapshot(t, rdb, key)
-			err := path.call(c, key, held)
-			if err == nil || errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrBackend) {
-				continue // it did not need the broken key
-			}
-			if !errors.Is(err, ErrBackend) {
-				t.Errorf("%s with %s a hash: %v, want ErrBackend", pathName, name, err)
-			}
-			if after := snapshot(t, rdb, key); after != before {
-				t.Errorf("%s with %s a hash failed (%v) but changed the keys:\n%s\nto\n%s", pathName, name, err, before, after)
-			}
+			checkWroteNothing(t, pathName+" with "+name+" a hash", func() error { return path.call(c, key, held) },
+				func() string { return snapshot(t, rdb, lockKeys(key)[:5]...) })
 		}
+	}
+}
+
+// checkWroteNothing runs call, made with a key of the wrong type: it must either succeed
+// without that key (no error, or not obtained) or fail with ErrBackend and leave what
+// snapshot reads as it was.
+func checkWroteNothing(t *testing.T, what string, call func() error, snapshot func() string) {
+	t.Helper()
+	before := snapshot()
+	err := call()
+	if err == nil || errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrBackend) {
+		return // it did not need the broken key
+	}
+	if !errors.Is(err, ErrBackend) {
+		t.Errorf("%s: %v, want ErrBackend", what, err)
+	}
+	if after := snapshot(); after != before {
+		t.Errorf("%s failed (%v) but changed the keys:\n%s\nto\n%s", what, err, before, after)
 	}
 }
 
@@ -475,12 +484,12 @@ func tryAndRelease(l *Lock, err error) error {
 	return err
 }
 
-// snapshot is the content of key and its companions (DUMP: the value without the TTL), but
-// for the ended set, where a failed Obtain's clean-up records it.
-func snapshot(t *testing.T, rdb *redis.Client, key string) string {
+// snapshot is the content of keys (DUMP: the value without the TTL); the callers leave out
+// the ended set, where a failed Obtain's clean-up records it.
+func snapshot(t *testing.T, rdb *redis.Client, keys ...any) string {
 	t.Helper()
 	var sb strings.Builder
-	for _, k := range lockKeys(key)[:5] {
+	for _, k := range keys {
 		d, err := rdb.Dump(context.Background(), k.(string)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)

@@ -47,24 +47,10 @@ func BenchmarkSemaphoreCycle(b *testing.B) {
 			}
 		}
 	}
-	variants := []func(){lock, permit(empty), permit(busy)}
-	var spent [3]time.Duration
-	for _, v := range variants { // warm up connections and the function library
-		v()
-	}
-	n := 0
-	for b.Loop() {
-		for i, v := range variants {
-			start := time.Now()
-			v()
-			spent[i] += time.Since(start)
-		}
-		n++
-	}
-	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(n) }
-	b.ReportMetric(per(0), "lock-ns/cycle")
-	b.ReportMetric(per(1), "permit-ns/cycle")
-	b.ReportMetric(per(2), "permit5held-ns/cycle")
-	b.ReportMetric(per(1)/per(0), "permit/lock")
-	b.ReportMetric(per(2)/per(0), "permit5held/lock")
+	mean := interleaved(b, lock, permit(empty), permit(busy))
+	b.ReportMetric(mean[0], "lock-ns/cycle")
+	b.ReportMetric(mean[1], "permit-ns/cycle")
+	b.ReportMetric(mean[2], "permit5held-ns/cycle")
+	b.ReportMetric(mean[1]/mean[0], "permit/lock")
+	b.ReportMetric(mean[2]/mean[0], "permit5held/lock")
 }

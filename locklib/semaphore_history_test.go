@@ -37,14 +37,7 @@ func TestHistorySemaphore(t *testing.T) {
 	var workers []*historyWorker
 	var clients []*Client
 	for ci := range 3 {
-		opts := []func(*redis.Options){faults.Options}
-		switch ci {
-		case 0:
-			opts = append(opts, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-		case 1:
-			opts = append(opts, func(o *redis.Options) { o.MaxRetries = -1 })
-		}
-		c := New(srv.Client(opts...), WithNode(fmt.Sprintf("n%d", ci)))
+		c := New(srv.Client(historyRedisOptions(ci, faults)...), WithNode(fmt.Sprintf("n%d", ci)))
 		clients = append(clients, c)
 		for range 4 {
 			id := len(workers)

@@ -548,26 +548,9 @@ func TestSemaphoreFailedScriptWritesNothing(t *testing.T) {
 			}
 			rdb.Del(context.Background(), companion(key))
 			rdb.HSet(context.Background(), companion(key), "f", "v")
-			// The content of the set and its companions but the ended set (DUMP: without TTLs).
-			snapshot := func() string {
-				var sb strings.Builder
-				for _, k := range append(permitKeys(key)[:4], protocol.LimitKey(key)) {
-					d, _ := rdb.Dump(context.Background(), k.(string)).Result()
-					fmt.Fprintf(&sb, "%s=%q\n", k, d)
-				}
-				return sb.String()
-			}
-			before := snapshot()
-			err := call(sem)
-			if err == nil || errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrBackend) {
-				continue // it did not need the broken key
-			}
-			if !errors.Is(err, ErrBackend) {
-				t.Errorf("%s with %s a hash: %v, want ErrBackend", pathName, name, err)
-			}
-			if after := snapshot(); after != before {
-				t.Errorf("%s with %s a hash failed (%v) but changed the keys:\n%s\nto\n%s", pathName, name, err, before, after)
-			}
+			// The set and its companions but the ended set, where a failed Acquire is recorded.
+			checkWroteNothing(t, pathName+" with "+name+" a hash", func() error { return call(sem) },
+				func() string { return snapshot(t, rdb, append(permitKeys(key)[:4], protocol.LimitKey(key))...) })
 		}
 	}
 }
