@@ -131,11 +131,4 @@ func companionKey(kind Companion, key string) string {
 
 // hasHashTag applies Redis Cluster's rule: a '{' followed later by a '}' with at least one
 // byte between the first '{' and the first '}' after it.
-func hasHashTag(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return false
-	}
-	close := strings.IndexByte(key[open+1:], '}')
-	return close > 0
-}
+func hasHashTag(key string) bool { return len(HashTag(key)) < len(key) }
