@@ -10,7 +10,8 @@ import (
 )
 
 // Every script touches only a lock key and its companions, which share a slot; wake-ups
-// published by a script on one master reach a waiter subscribed through another.
+// published by a script on one master reach a waiter subscribed through another. A
+// multi-key lock's keys must share one slot (checkCrossSlot).
 func TestRedisCluster(t *testing.T) {
 	redistest.Slow(t)
 	cluster := redistest.StartCluster(t, 3)
@@ -59,4 +60,5 @@ func TestRedisCluster(t *testing.T) {
 	if _, err := a.TryObtain(ctx, "lock:a}b", time.Second); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a key whose companions are in another slot: %v, want ErrInvalid", err)
 	}
+	checkCrossSlot(t, cluster, a)
 }

@@ -41,6 +41,16 @@
 // permit back at its ttl. Waiters are served in arrival order; [Semaphore.Resize] changes N
 // at runtime and [Semaphore.Status] reads it (docs/locklib.md, "Lease semaphores").
 //
+// # Multi-key locks
+//
+// [Client.ObtainMulti] and [Client.TryObtainMulti] take several keys at once, or none, in
+// one script, so overlapping sets never deadlock; the [Lock] covers them all ([Lock.Keys]),
+// with one token that fences each key. On Redis Cluster the keys must share a hash slot
+// (hash-tag them: lock:{order-1001}:payment); keys across slots are refused with
+// [ErrCrossSlot] before anything is sent. A multi-key lock never jumps the FIFO queue of a
+// key, and waits by polling: it is not FIFO, and a stream of single-key Obtains on one of its
+// keys can starve it (docs/locklib.md, "Multi-key locks").
+//
 // # Redlock
 //
 // [NewRedlock] returns the same Client over N independent Redis masters: a lock is held when

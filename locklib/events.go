@@ -37,9 +37,17 @@ func (c *Client) publish(e protocol.Event) {
 	}
 }
 
+// publishPerKey publishes e about l on each of its keys (one, but for a multi-key lock).
+func (c *Client) publishPerKey(l *Lock, e protocol.Event) {
+	for _, key := range l.Keys() {
+		e.Key = key
+		c.publish(e)
+	}
+}
+
 func (c *Client) renewFailed(l *Lock, latency time.Duration, err error) {
 	c.observe(Observation{Type: EventRenewFailed, Key: l.h.key, Latency: latency, Err: err})
-	c.publish(protocol.Event{Type: string(EventRenewFailed), Key: l.h.key, Value: l.value, Mode: l.h.kind.eventMode(),
+	c.publishPerKey(l, protocol.Event{Type: string(EventRenewFailed), Value: l.value, Mode: l.h.kind.eventMode(),
 		Node: c.cfg.node, Trace: l.trace, Token: l.token, Reason: err.Error()})
 }
 

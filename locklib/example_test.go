@@ -253,6 +253,49 @@ func ExampleReentrant() {
 	// locklib: invalid argument: "lock:batch": a re-entrant lock needs an owner: locklib.Reentrant(owner)
 }
 
+// ObtainMulti takes several keys at once, or none: here an order's payment and its stock,
+// hash-tagged so that they share a Redis Cluster slot. One token fences every key, and a
+// single-key Obtain on any of them waits until the whole set is released.
+func ExampleClient_ObtainMulti() {
+	addr, stop := startRedis() // setup: an in-process Redis at addr
+	defer stop()               // setup
+
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	c := locklib.New(rdb)
+	defer c.Close()
+	ctx := context.Background()
+
+	keys := []string{"lock:{order-1001}:payment", "lock:{order-1001}:stock"}
+	l, err := c.ObtainMulti(ctx, keys, 10*time.Second, locklib.WithWatchdog())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("holding", l.Keys())
+
+	_, err = c.TryObtain(ctx, "lock:{order-1001}:stock", 10*time.Second)
+	fmt.Println("stock alone:", errors.Is(err, locklib.ErrNotObtained))
+	_, err = c.TryObtainMulti(ctx, []string{"lock:{order-1001}:stock", "lock:{order-1001}:invoice"}, 10*time.Second)
+	fmt.Println("an overlapping set:", errors.Is(err, locklib.ErrNotObtained))
+
+	if err := l.Release(ctx); err != nil { // every key at once
+		fmt.Println(err)
+	}
+	next, err := c.TryObtain(ctx, "lock:{order-1001}:stock", 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer next.Release(ctx)
+	fmt.Println("stock after the release, a later token:", next.Token() > l.Token())
+	// Output:
+	// holding [lock:{order-1001}:payment lock:{order-1001}:stock]
+	// stock alone: true
+	// an overlapping set: true
+	// stock after the release, a later token: true
+}
+
 // ExampleWithReplicas waits, after each acquisition and renewal, until a replica of the
 // master has the lock. miniredis has no replicas (its WAIT answers 0), so here the Obtain
 // fails: the lock is released again, and the error says how many replicas confirmed.

@@ -225,6 +225,6 @@ func (l *Lock) lose(reason error) {
 	}
 	hold := time.Since(l.acquiredAt)
 	l.c.observe(Observation{Type: EventLost, Key: l.h.key, Hold: hold, Err: l.err})
-	l.c.publish(protocol.Event{Type: string(EventLost), Key: l.h.key, Value: l.value, Mode: l.h.kind.eventMode(),
+	l.c.publishPerKey(l, protocol.Event{Type: string(EventLost), Value: l.value, Mode: l.h.kind.eventMode(),
 		Node: l.c.cfg.node, Trace: l.trace, Token: l.token, HoldMs: hold.Milliseconds(), Reason: reason.Error()})
 }

@@ -1,6 +1,7 @@
 package locklib
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -67,7 +68,7 @@ func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption)
 	if wait {
 		// Registered before the first attempt (a map entry, no round trip), so a wake-up
 		// or hand-off right after that attempt finds this waiter.
-		signal, stop := c.store.wakeups(key)
+		signal, stop := c.store.wakeups(req.lockedKeys()...)
 		defer stop()
 		req.wake, wake = signal, signal
 	}
@@ -115,7 +116,7 @@ func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption)
 			return l, nil
 		}
 		if !wait {
-			err := notObtained(call.kind, key, res)
+			err := notObtained(call.kind, cmp.Or(res.blocking, key), res)
 			finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began), Latency: latency, Err: err})
 			return nil, err
 		}

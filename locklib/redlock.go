@@ -162,8 +162,9 @@ func (s *redlockStore) refuses(k kind, call string) error {
 	return nil
 }
 
-func (s *redlockStore) wakeups(key string) (<-chan struct{}, func()) {
-	return s.wake.subscribe(key)
+// wakeups takes one key: Redlock keeps single-key locks only (refuses).
+func (s *redlockStore) wakeups(keys ...string) (<-chan struct{}, func()) {
+	return s.wake.subscribe(keys[0])
 }
 
 // close stops the wake-up subscriptions and the event queue, and waits for the instance

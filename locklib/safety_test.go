@@ -438,6 +438,16 @@ func TestFailedScriptWritesNothing(t *testing.T) {
 		"Release re-entrant": {func(t *testing.T, c *Client, key string) *Lock {
 			return mustObtain(t, c, context.Background(), key, 10*time.Second, Reentrant("job"))
 		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
+		"TryObtainMulti": {nil, func(c *Client, key string, _ *Lock) error {
+			return tryAndRelease(c.TryObtainMulti(context.Background(), []string{key + ":other", key}, 10*time.Second))
+		}},
+		"Release multi": {func(t *testing.T, c *Client, key string) *Lock {
+			l, err := c.ObtainMulti(context.Background(), []string{key + ":other", key}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
 	}
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)

@@ -83,6 +83,26 @@ var (
 	scriptSemStatus = newServerScript("sem_status", luaSemStatus, "{'no-writes'}")
 )
 
+// A multi-key lock's scripts (multi.go) take several lock keys, each with its companions.
+var (
+	//go:embed multi_acquire.lua
+	luaMultiAcquire string
+	//go:embed multi_release.lua
+	luaMultiRelease string
+	//go:embed multi_refresh.lua
+	luaMultiRefresh string
+	//go:embed multi_pttl.lua
+	luaMultiPTTL string
+	//go:embed multi_leave.lua
+	luaMultiLeave string
+
+	scriptMultiAcquire = newServerScript("multi_acquire", luaMultiAcquire, "{}")
+	scriptMultiRelease = newServerScript("multi_release", luaMultiRelease, "{'allow-oom'}")
+	scriptMultiRefresh = newServerScript("multi_refresh", luaMultiRefresh, "{'allow-oom'}")
+	scriptMultiPTTL    = newServerScript("multi_pttl", luaMultiPTTL, "{'no-writes'}")
+	scriptMultiLeave   = newServerScript("multi_leave", luaMultiLeave, "{'allow-oom'}")
+)
+
 // Redlock runs refresh.lua and pttl.lua on each instance as they are, and two scripts of its
 // own (with lib.lua's helpers): the single-instance acquire script also keeps a fencing counter and a FIFO wait
 // queue, and its release wakes the queue's head, none of which means anything across N
@@ -104,7 +124,8 @@ var (
 // own two scripts are not among them: Redlock sends them as scripts only (as functions they
 // were no faster, docs/benchmarks/locklib.md).
 var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
-	scriptLeaseRelease, scriptLeaseRefresh, scriptLeasePTTL, scriptLeaseLeave, scriptSemAcquire, scriptSemResize, scriptSemStatus}
+	scriptLeaseRelease, scriptLeaseRefresh, scriptLeasePTTL, scriptLeaseLeave, scriptSemAcquire, scriptSemResize, scriptSemStatus,
+	scriptMultiAcquire, scriptMultiRelease, scriptMultiRefresh, scriptMultiPTTL, scriptMultiLeave}
 
 // functionLibrary is the library of locklib's functions (FUNCTION LOAD), named
 // lockscope_<hash of its code>.

@@ -137,8 +137,11 @@ func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acqu
 	if s.replicasErr != nil {
 		return acquireResult{}, s.replicasErr
 	}
-	if req.kind == kindPermit {
+	switch req.kind {
+	case kindPermit:
 		return s.acquirePermit(ctx, req)
+	case kindMulti:
+		return s.acquireMulti(ctx, req)
 	}
 	return s.acquireLock(ctx, req)
 }
@@ -177,18 +180,8 @@ func (s *singleStore) acquireLock(ctx context.Context, req acquireRequest) (acqu
 		fenceArg = ttlArg // the same number (no retention asked for): boxed once
 	}
 	args := []any{v, ttlArg, rand, req.op, entry, s.windowArg, fenceArg, acquiredEvent, waitingEvent, beforeStamp, afterStamp}
-	var late func([]any, error)
-	if boundedOnGoroutine(ctx, s.direct) {
-		// An answer that comes after the Obtain gave up may say it took the lock: the
-		// Obtain's clean-up (abandon) may have run before that request did, so it runs again.
-		late = func(reply []any, err error) {
-			if err == nil && len(reply) > 0 && reply[0] == int64(1) {
-				s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
-			}
-		}
-	}
 	keys := lockKeys(req.key)
-	reply, err := run(ctx, s, scriptAcquire, keys, args, cmdSlice, late)
+	reply, err := run(ctx, s, scriptAcquire, keys, args, cmdSlice, s.lateAcquire(ctx, req))
 	if err != nil {
 		return acquireResult{}, backendError("acquire", req.key, err)
 	}
@@ -231,6 +224,20 @@ func (s *singleStore) acquireLock(ctx context.Context, req acquireRequest) (acqu
 	return res, nil
 }
 
+// lateAcquire handles the answer of an acquire script that comes after its Obtain gave up
+// (nil when the call cannot outlive its context): one that says it took the lock may have
+// run after the Obtain's clean-up (abandon), which then runs again.
+func (s *singleStore) lateAcquire(ctx context.Context, req acquireRequest) func([]any, error) {
+	if !boundedOnGoroutine(ctx, s.direct) {
+		return nil
+	}
+	return func(reply []any, err error) {
+		if err == nil && len(reply) > 0 && reply[0] == int64(1) {
+			s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
+		}
+	}
+}
+
 func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (time.Time, error) {
 	start := time.Now()
 	var renewedEvent string
@@ -251,7 +258,7 @@ func (s *singleStore) refresh(ctx context.Context, h hold, ttl time.Duration) (t
 	}
 	switch {
 	case pttl == -3:
-		return time.Time{}, fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, h.key)
+		return time.Time{}, h.errNotHeld()
 	case pttl < 0:
 		return time.Time{}, fmt.Errorf("%w: refresh %q: unexpected PTTL %d", ErrBackend, h.key, pttl)
 	}
@@ -293,7 +300,7 @@ func (s *singleStore) replicated(ctx context.Context, h hold, ttl time.Duration,
 		}
 		return 0, backendError("refresh", h.key, err)
 	case out.pttl == -3:
-		return 0, fmt.Errorf("%w: %q is gone or held by another owner", ErrNotHeld, h.key)
+		return 0, h.errNotHeld()
 	case out.pttl < 0:
 		return 0, fmt.Errorf("%w: refresh %q: unexpected PTTL %d", ErrBackend, h.key, out.pttl)
 	case out.acked < int64(s.replicas):
@@ -321,7 +328,14 @@ func (s *singleStore) masterConn(ctx context.Context, key string) (*redis.Conn, 
 // to live at least ttl more and returns the PTTL, or -3 when h holds nothing. write makes it
 // write even when it extends nothing (replicated: the WAIT after it must count this write).
 func refreshScript(h hold, ttl time.Duration, renewedEvent string, write bool) (*serverScript, []any, []any) {
-	if h.kind.leased() {
+	switch {
+	case h.kind == kindMulti:
+		flag := "0"
+		if write {
+			flag = "1"
+		}
+		return scriptMultiRefresh, h.keys, append([]any{h.match, ttl.Milliseconds(), flag}, holderEvents(EventRenewed, h, renewedEvent != "")...)
+	case h.kind.leased():
 		return scriptLeaseRefresh, []any{h.key, protocol.FenceKey(h.key)}, []any{h.match, ttl.Milliseconds(), renewedEvent}
 	}
 	args := []any{h.match, h.level(), ttl.Milliseconds(), renewedEvent}
@@ -341,6 +355,9 @@ func (h hold) level() string {
 }
 
 func (s *singleStore) release(ctx context.Context, h hold) error {
+	if h.kind == kindMulti {
+		return s.releaseMulti(ctx, h)
+	}
 	var releasedEvent string
 	if s.events {
 		releasedEvent = holderEventPrefix(EventReleased, h.key, h.match)
@@ -378,6 +395,8 @@ func (s *singleStore) release(ctx context.Context, h hold) error {
 		s.hub.signalKey(h.key)
 	case handedTo != "":
 		s.handOver(h.key, handedTo, written, tokenText, waiters, sent)
+	case status == 1:
+		s.hub.freed([]string{h.key}) // this Client's multi-key waiters on it try now
 	}
 	return nil
 }
@@ -401,7 +420,10 @@ func (s *singleStore) handOver(key, entry, written, tokenText string, waiters in
 
 func (s *singleStore) pttl(ctx context.Context, h hold) (time.Duration, error) {
 	script, keys, args := scriptPTTL, []any{h.key, protocol.LevelsKey(h.key)}, []any{h.match, h.level()}
-	if h.kind.leased() {
+	switch {
+	case h.kind == kindMulti:
+		script, keys, args = scriptMultiPTTL, h.keys, []any{h.match}
+	case h.kind.leased():
 		script, keys, args = scriptLeasePTTL, []any{h.key}, []any{h.match}
 	}
 	pttl, err := run(ctx, s, script, keys, args, cmdInt64, nil)
@@ -439,7 +461,10 @@ const cleanUpWait = 50 * time.Millisecond
 // abandon cleans up after an Obtain that gave up (leave.lua): its queue entry, and the lock
 // if one of its requests took it or a release handed it over.
 func (s *singleStore) abandon(ctx context.Context, req acquireRequest) error {
-	if req.kind.leased() {
+	switch {
+	case req.kind == kindMulti:
+		return s.leaveMulti(ctx, req)
+	case req.kind.leased():
 		return s.leaveLease(ctx, req)
 	}
 	s.hub.takeGrant(req.op) // a hand-off it will not take: leave.lua releases it
@@ -487,7 +512,7 @@ func (s *singleStore) cleanUpLater(f func(ctx context.Context) error) <-chan str
 	return done
 }
 
-func (s *singleStore) wakeups(key string) (<-chan struct{}, func()) { return s.hub.register(key) }
+func (s *singleStore) wakeups(keys ...string) (<-chan struct{}, func()) { return s.hub.register(keys) }
 
 func (s *singleStore) fenced() bool { return true }
 

@@ -33,9 +33,10 @@ type store interface {
 	// pttl is the remaining time of the lock as Redis sees it, 0 when h does not hold it.
 	pttl(ctx context.Context, h hold) (time.Duration, error)
 
-	// wakeups delivers a signal each time key may have become free (a release message).
-	// Signals may be lost or spurious: waiters still poll with back-off. stop unsubscribes.
-	wakeups(key string) (signal <-chan struct{}, stop func())
+	// wakeups delivers a signal each time one of keys may have become free (a release
+	// message). Signals may be lost or spurious: waiters still poll with back-off. stop
+	// unsubscribes. Several keys are a multi-key lock's (the single store only).
+	wakeups(keys ...string) (signal <-chan struct{}, stop func())
 
 	// fenced reports whether acquire hands out safe fencing tokens (false for Redlock).
 	fenced() bool
@@ -99,7 +100,8 @@ type hold struct {
 	match     string
 	op        string // the operation id it is recorded under (acquireResult.level)
 	reentrant bool
-	keys      []any // acquireResult.keys
+	keys      []any    // acquireResult.keys
+	set       []string // acquireRequest.set
 }
 
 // acquireRequest is one attempt to take a key.
@@ -121,11 +123,22 @@ type acquireRequest struct {
 	// wake is the signal channel this Obtain got from wakeups(key), so a store that
 	// addresses wake-ups to one waiter can route them to it (nil for TryObtain).
 	wake <-chan struct{}
+	// set is every key of a multi-key lock, in the caller's order (key is the first); nil
+	// for the other kinds.
+	set []string
+}
+
+// lockedKeys are the keys req takes: its set, or its one key.
+func (req acquireRequest) lockedKeys() []string {
+	if req.set != nil {
+		return req.set
+	}
+	return []string{req.key}
 }
 
 // hold is what the stores need to know of the lock res says this request took.
 func (req acquireRequest) hold(res acquireResult) hold {
-	h := hold{kind: req.kind, key: req.key, match: res.value, op: res.level, reentrant: req.reentrant, keys: res.keys}
+	h := hold{kind: req.kind, key: req.key, match: res.value, op: res.level, reentrant: req.reentrant, keys: res.keys, set: req.set}
 	if req.reentrant && !req.kind.leased() {
 		h.match = protocol.BaseOf(res.value)
 	}
@@ -151,6 +164,9 @@ type acquireResult struct {
 	// keys are the key and its companions as the single store's scripts take them (lockKeys),
 	// derived by the acquire and reused by the release; nil for Redlock.
 	keys []any
+	// blocking is the key that a multi-key lock's attempt found held or queued ("" for the
+	// other kinds: their one key).
+	blocking string
 }
 
 // abandoner is implemented by stores that must clean up after an Obtain that gave up: its

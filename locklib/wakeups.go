@@ -44,7 +44,9 @@ type wakeHub struct {
 const hubPingInterval = 30 * time.Second
 
 type wakeReg struct {
-	key    string
+	// keys are the keys the waiter waits for: one, or a multi-key lock's set (which never
+	// queues, so no wake-up names it: freed and signalUnbound wake it).
+	keys   []string
 	waiter string // known after the waiter's first attempt
 	ch     chan struct{}
 }
@@ -116,6 +118,16 @@ func (h *wakeHub) signalKey(key string) {
 	}
 }
 
+// freed wakes the waiters on keys that no wake-up names (multi-key locks, and waiters that
+// have not attempted yet): a lock of this Client on them was released.
+func (h *wakeHub) freed(keys []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range keys {
+		h.signalUnbound(key)
+	}
+}
+
 // signalUnbound wakes the waiters on key whose id is not known yet.
 func (h *wakeHub) signalUnbound(key string) {
 	for r := range h.byKey[key] {
@@ -136,16 +148,18 @@ func (h *wakeHub) takeGrant(waiter string) (grant, bool) {
 	return g, ok
 }
 
-// register returns a signal channel for one waiter on key, and its stop function.
-func (h *wakeHub) register(key string) (<-chan struct{}, func()) {
-	r := &wakeReg{key: key, ch: make(chan struct{}, 1)}
+// register returns a signal channel for one waiter on keys, and its stop function.
+func (h *wakeHub) register(keys []string) (<-chan struct{}, func()) {
+	r := &wakeReg{keys: keys, ch: make(chan struct{}, 1)}
 	h.mu.Lock()
-	regs := h.byKey[key]
-	if regs == nil {
-		regs = map[*wakeReg]struct{}{}
-		h.byKey[key] = regs
+	for _, key := range keys {
+		regs := h.byKey[key]
+		if regs == nil {
+			regs = map[*wakeReg]struct{}{}
+			h.byKey[key] = regs
+		}
+		regs[r] = struct{}{}
 	}
-	regs[r] = struct{}{}
 	h.bySignal[r.ch] = r
 	h.mu.Unlock()
 	return r.ch, func() { h.unregister(r) }
@@ -154,10 +168,12 @@ func (h *wakeHub) register(key string) (<-chan struct{}, func()) {
 func (h *wakeHub) unregister(r *wakeReg) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if regs := h.byKey[r.key]; regs != nil {
-		delete(regs, r)
-		if len(regs) == 0 {
-			delete(h.byKey, r.key)
+	for _, key := range r.keys {
+		if regs := h.byKey[key]; regs != nil {
+			delete(regs, r)
+			if len(regs) == 0 {
+				delete(h.byKey, key)
+			}
 		}
 	}
 	delete(h.bySignal, r.ch)
@@ -244,7 +260,7 @@ func (h *wakeHub) isClosed() bool {
 func (h *wakeHub) deliver(waiter, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r := h.byWaiter[waiter]; r != nil && r.key == key {
+	if r := h.byWaiter[waiter]; r != nil && slices.Contains(r.keys, key) {
 		signal(r.ch)
 		return
 	}

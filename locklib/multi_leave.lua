@@ -1,0 +1,34 @@
+-- An ObtainMulti gave up (its context ended, or an attempt failed) and may have left its
+-- value on its keys: taken by an attempt whose answer it did not wait for. Delete it from
+-- every key that holds it, record op as ended on each key (a copy of one of its requests
+-- that runs later takes nothing), and wake the first live waiter of each key left free.
+-- KEYS: per lock key, as lockKeys (6n keys). ARGV: op, the value (the server stamped the one
+-- it wrote, so it is compared without its timestamp: sameHolder).
+local n = #KEYS / 6
+local op, value = ARGV[1], ARGV[2]
+local kinds = {}
+for i = 1, n do
+  local b = (i - 1) * 6
+  for _, kv in ipairs({{b + 1, 'string'}, {b + 3, 'zset'}, {b + 4, 'zset'}, {b + 6, 'zset'}}) do
+    table.insert(kinds, KEYS[kv[1]])
+    table.insert(kinds, kv[2])
+  end
+end
+checkTypes(unpack(kinds))
+local ms = nowMs()
+for i = 1, n do
+  local b = (i - 1) * 6
+  local cur = redis.call('GET', KEYS[b + 1])
+  if cur and sameHolder(cur, value) then
+    redis.call('DEL', KEYS[b + 1])
+    cur = false
+  end
+  finish(KEYS[b + 6], op .. '!', ms)
+  if not cur then
+    local head = liveHead(KEYS[b + 3], KEYS[b + 4])
+    if head then
+      wake(head, KEYS[b + 1])
+    end
+  end
+end
+return 0
