@@ -72,6 +72,9 @@ func (o *historyOp) String() string {
 	} else {
 		b.WriteString("Obtain")
 	}
+	if o.keys != nil {
+		fmt.Fprintf(&b, "Multi %v", o.keys)
+	}
 	if o.reentrant {
 		fmt.Fprintf(&b, " re-entrant level %d", o.level)
 	}
@@ -109,8 +112,10 @@ func (h *history) index() historyIndex {
 	x := historyIndex{byTrace: map[string]*historyOp{}, byOwnerKey: map[string][]*historyOp{}}
 	for _, o := range h.ops {
 		x.byTrace[o.trace()] = o
-		k := o.owner + "\x00" + o.key
-		x.byOwnerKey[k] = append(x.byOwnerKey[k], o)
+		for _, key := range o.lockedKeys() {
+			k := o.owner + "\x00" + key
+			x.byOwnerKey[k] = append(x.byOwnerKey[k], o)
+		}
 	}
 	for _, ops := range x.byOwnerKey {
 		slices.SortFunc(ops, func(a, b *historyOp) int { return cmp.Compare(a.invoke, b.invoke) })
@@ -181,8 +186,11 @@ func writeTemp(pattern, text string) string {
 
 func (h *history) logSummary(t *testing.T, stats redistest.FaultStats, lin linearizability) {
 	t.Helper()
-	var ok, tryOK, try, ctx, backend, nested, refreshes int
+	var ok, tryOK, try, ctx, backend, nested, multi, refreshes int
 	for _, o := range h.ops {
+		if o.keys != nil && o.err == nil {
+			multi++
+		}
 		switch {
 		case o.err == nil:
 			ok++
@@ -223,8 +231,8 @@ func (h *history) logSummary(t *testing.T, stats redistest.FaultStats, lin linea
 			}
 		}
 	}
-	t.Logf("%d Obtain/TryObtain: %d held (%d nested re-entries, %d by TryObtain), %d TryObtain not obtained, %d context ended, %d backend errors; %d Refresh calls",
-		len(h.ops), ok, nested, tryOK, try, ctx, backend, refreshes)
+	t.Logf("%d Obtain/TryObtain: %d held (%d nested re-entries, %d multi-key, %d by TryObtain), %d TryObtain not obtained, %d context ended, %d backend errors; %d Refresh calls",
+		len(h.ops), ok, nested, multi, tryOK, try, ctx, backend, refreshes)
 	t.Logf("server faults: %d stalls (%v in all), %d restarts; connection faults: %d lost replies, %d lost requests, %d held replies",
 		stalls, ms(stalled), restarts, stats.LostReplies, stats.LostRequests, stats.HeldReplies)
 	t.Logf("server faults: %s", strings.Join(windows, ", "))
@@ -347,7 +355,7 @@ func (h *history) checkLinearizable(seed uint64) linearizability {
 	for _, key := range h.keys() {
 		var ops []porcupine.Operation
 		for _, o := range h.ops {
-			if o.key != key || o.err != nil || o.closeAt() <= o.ret {
+			if !o.holds(key) || o.err != nil || o.closeAt() <= o.ret {
 				continue
 			}
 			in := lockInput{id: o.id, owner: o.owner, reentrant: o.reentrant}
@@ -445,7 +453,7 @@ func stuckAt(model porcupine.Model, info porcupine.LinearizationInfo, ops []porc
 func (h *history) witnesses(key string) []string {
 	var held []*historyOp
 	for _, o := range h.ops {
-		if o.key == key && o.err == nil && o.ret < o.closeAt() {
+		if o.holds(key) && o.err == nil && o.ret < o.closeAt() {
 			held = append(held, o)
 		}
 	}
@@ -493,8 +501,8 @@ func (h *history) keys() []string {
 
 // ---- Validity against the key's real content ----
 
-// checkValidity: while a Lock's validity is open its owner's value is in the key, on the
-// server or, with Redlock, on a majority of the instances. Every sample round taken wholly
+// checkValidity: while a Lock's validity is open its owner's value is in the key (in each of
+// a multi-key lock's keys), on the server or, with Redlock, on a majority of the instances. Every sample round taken wholly
 // inside the validity, its reads at one instant (historyRoundSpread), may miss the value on
 // at most N - quorum instances (none with one server). An instance that did not answer the
 // round (down, restarting, stalled past it) is not counted against the Lock: it may hold the
@@ -505,41 +513,50 @@ func (h *history) checkValidity(x historyIndex) []string {
 		if o.err != nil || o.closeAt() <= o.ret {
 			continue
 		}
-		from, to := o.ret, o.closeAt()
-		rounds := h.samples[o.key]
-		i, _ := slices.BinarySearchFunc(rounds, from, func(r sampleRound, t time.Duration) int { return cmp.Compare(r.call(), t) })
-		var bad []sampleRound
-		for ; i < len(rounds) && rounds[i].call() <= to; i++ {
-			r := rounds[i]
-			if r.ret() > to || r.spread() > historyRoundSpread {
-				continue
-			}
-			if len(r)-len(x.ownedBy(o.owner, r)) > h.instances-h.quorum {
-				bad = append(bad, r)
+		for _, key := range o.lockedKeys() {
+			if v := h.checkValidityOf(x, o, key); v != "" {
+				out = append(out, v)
 			}
 		}
-		if len(bad) == 0 {
-			continue
-		}
-		r := bad[0]
-		var b strings.Builder
-		fmt.Fprintf(&b, "at %v..%v (%d samples until %v) %s held %s, but the key had %s\n\tthe Lock: %v",
-			ms(r.call()), ms(r.ret()), len(bad), ms(bad[len(bad)-1].ret()), o.owner, o.key, h.found(x, r), o)
-		for _, w := range writers(x, r) {
-			if w != o {
-				fmt.Fprintf(&b, "\n\twriter: %v", w)
-			}
-		}
-		for _, other := range x.byOwnerKey[o.owner+"\x00"+o.key] {
-			if other != o && other.invoke < to && other.end() > from-time.Second {
-				fmt.Fprintf(&b, "\n\tsame owner: %v", other)
-			}
-		}
-		b.WriteString("\n\tsamples:" + h.timeline(o.key, max(from, r.call()-time.Second), r.ret()))
-		b.WriteString(h.diagnose(x, o, r))
-		out = append(out, b.String())
 	}
 	return out
+}
+
+// checkValidityOf is checkValidity for one key of o: "" when it holds.
+func (h *history) checkValidityOf(x historyIndex, o *historyOp, key string) string {
+	from, to := o.ret, o.closeAt()
+	rounds := h.samples[key]
+	i, _ := slices.BinarySearchFunc(rounds, from, func(r sampleRound, t time.Duration) int { return cmp.Compare(r.call(), t) })
+	var bad []sampleRound
+	for ; i < len(rounds) && rounds[i].call() <= to; i++ {
+		r := rounds[i]
+		if r.ret() > to || r.spread() > historyRoundSpread {
+			continue
+		}
+		if len(r)-len(x.ownedBy(o.owner, r)) > h.instances-h.quorum {
+			bad = append(bad, r)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	r := bad[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, "at %v..%v (%d samples until %v) %s held %s, but the key had %s\n\tthe Lock: %v",
+		ms(r.call()), ms(r.ret()), len(bad), ms(bad[len(bad)-1].ret()), o.owner, key, h.found(x, r), o)
+	for _, w := range writers(x, r) {
+		if w != o {
+			fmt.Fprintf(&b, "\n\twriter: %v", w)
+		}
+	}
+	for _, other := range x.byOwnerKey[o.owner+"\x00"+key] {
+		if other != o && other.invoke < to && other.end() > from-time.Second {
+			fmt.Fprintf(&b, "\n\tsame owner: %v", other)
+		}
+	}
+	b.WriteString("\n\tsamples:" + h.timeline(key, max(from, r.call()-time.Second), r.ret()))
+	b.WriteString(h.diagnose(x, o, key, r))
+	return b.String()
 }
 
 // ownedBy is the reads of round r that find a value of owner.
@@ -596,9 +613,9 @@ func (h *history) quorumPTTL(held sampleRound) time.Duration {
 // diagnose tells how the key came to differ from what Lock o believed: deleted or run
 // out, and which calls of the owner could have done it. It guides the reader; the
 // violation stands without it.
-func (h *history) diagnose(x historyIndex, o *historyOp, bad sampleRound) string {
+func (h *history) diagnose(x historyIndex, o *historyOp, key string, bad sampleRound) string {
 	var last, lastHeld sampleRound
-	for _, r := range h.samples[o.key] {
+	for _, r := range h.samples[key] {
 		if r.ret() >= bad.call() {
 			break
 		}
@@ -612,7 +629,7 @@ func (h *history) diagnose(x historyIndex, o *historyOp, bad sampleRound) string
 	pttl := h.quorumPTTL(lastHeld)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n\tdiagnosis: last seen with the owner's value at %v..%v, pttl %v", ms(last.call()), ms(last.ret()), pttl)
-	levels := x.byOwnerKey[o.owner+"\x00"+o.key]
+	levels := x.byOwnerKey[o.owner+"\x00"+key]
 	if bad.ret()+historyExpiryMargin < last.call()+pttl {
 		b.WriteString("; deleted before that ran out")
 		for _, p := range levels {

@@ -17,7 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestHistory runs random lock workloads from several Clients against one redis-server
+// TestHistory runs random lock workloads (plain, re-entrant, and multi-key locks on
+// overlapping sets of the same keys) from several Clients against one redis-server
 // while the network loses and holds replies and the server stalls and restarts, records
 // what every Obtain, Refresh and Release saw, samples the keys with a clean client, and
 // checks the history afterwards (history_check_test.go): mutual exclusion and fencing
@@ -34,6 +35,8 @@ func TestHistory(t *testing.T) {
 		keys:      []string{"lock:history:0", "lock:history:1", "lock:history:2"},
 		faults:    []redistest.RandomFaults{historyFaults},
 		trySweeps: 0.15,
+		multi:     0.2,
+		multiKeys: []string{"lock:history:m0", "lock:history:m1", historyTryKey},
 		newClient: func(_ *testing.T, rdbs []redis.UniversalClient, node string) *Client {
 			return New(rdbs[0], WithNode(node))
 		},
@@ -104,14 +107,20 @@ type historySetup struct {
 	keys      []string                 // for sessions; TryObtain sweeps also use historyTryKey
 	faults    []redistest.RandomFaults // redistest.Faults.SetRandom
 	trySweeps float64                  // the share of a worker's rounds that are TryObtain sweeps
+	multi     float64                  // the share of sessions that take several keys at once (ObtainMulti)
+	// multiKeys are the keys of multi-key sessions. They have no FIFO queue (only multi-key
+	// locks and TryObtain sweeps use them): a multi-key lock never jumps one, and the
+	// session keys nearly always have one, so it would almost never be taken there.
+	multiKeys []string
 	// newClient makes a lock Client over one go-redis client per instance.
 	newClient    func(t *testing.T, rdbs []redis.UniversalClient, node string) *Client
 	fenced       bool          // the Locks carry fencing tokens
 	releaseBound time.Duration // Release's documented bound
 }
 
-// historyTryKey is used by TryObtain sweeps only, so it has no waiters (TryObtain never
-// jumps a wait queue, and the shared keys nearly always have one).
+// historyTryKey is used by TryObtain sweeps and multi-key sessions only, so it has no
+// waiters (TryObtain and ObtainMulti never jump a wait queue, and the shared keys nearly
+// always have one).
 const historyTryKey = "lock:history:try"
 
 // runHistory starts the servers, runs the workload, the samplers and the server faults for
@@ -136,6 +145,12 @@ func runHistory(t *testing.T, dur time.Duration, seed uint64, setup historySetup
 	faults.SetRandom(setup.faults...)
 
 	keys := setup.keys
+	tryKeys := append(slices.Clone(keys), historyTryKey)
+	for _, key := range setup.multiKeys {
+		if !slices.Contains(tryKeys, key) {
+			tryKeys = append(tryKeys, key)
+		}
+	}
 	h := &history{t0: time.Now(), instances: len(servers), quorum: len(servers)/2 + 1, fenced: setup.fenced,
 		releaseBound: setup.releaseBound, samples: map[string][]sampleRound{}}
 	const clients, workersPerClient = 3, 4
@@ -152,14 +167,14 @@ func runHistory(t *testing.T, dur time.Duration, seed uint64, setup historySetup
 		for range workersPerClient {
 			id := len(workers)
 			workers = append(workers, &historyWorker{h: h, id: id, c: c, owner: fmt.Sprintf("c%dw%d", ci, id),
-				keys: keys, tryKeys: append(slices.Clone(keys), historyTryKey), trySweeps: setup.trySweeps,
+				keys: keys, tryKeys: tryKeys, trySweeps: setup.trySweeps, multi: setup.multi, multiKeys: setup.multiKeys,
 				rng: rand.New(rand.NewPCG(seed, uint64(id)+100))})
 		}
 	}
 
 	sampling, stopSampling := context.WithCancel(context.Background())
 	var samplers sync.WaitGroup
-	for _, key := range append(slices.Clone(keys), historyTryKey) {
+	for _, key := range tryKeys {
 		samplers.Add(1)
 		go func() {
 			defer samplers.Done()
@@ -279,7 +294,8 @@ type historyOp struct {
 	id        int
 	worker    int // porcupine's client id
 	key       string
-	owner     string // the worker's owner id for a re-entrant lock; the trace for a plain one
+	keys      []string // every key of a multi-key lock (key is the first); nil for the others
+	owner     string   // the worker's owner id for a re-entrant lock; the trace for a plain one
 	try       bool
 	reentrant bool
 	watchdog  bool
@@ -319,6 +335,16 @@ func (r refreshCall) String() string {
 }
 
 func (o *historyOp) trace() string { return "h" + strconv.Itoa(o.id) }
+
+// lockedKeys are the keys the operation takes: a multi-key lock's, or its one key.
+func (o *historyOp) lockedKeys() []string {
+	if o.keys != nil {
+		return o.keys
+	}
+	return []string{o.key}
+}
+
+func (o *historyOp) holds(key string) bool { return slices.Contains(o.lockedKeys(), key) }
 
 // sample is one GET and PTTL of a key on one instance by a clean client.
 type sample struct {
@@ -511,6 +537,8 @@ type historyWorker struct {
 	keys      []string // for sessions
 	tryKeys   []string // for TryObtain sweeps
 	trySweeps float64  // the share of rounds that are sweeps
+	multi     float64  // the share of sessions that are multi-key
+	multiKeys []string // for multi-key sessions
 	rng       *rand.Rand
 }
 
@@ -525,6 +553,8 @@ func (w *historyWorker) run(dur time.Duration) {
 	for w.h.now() < dur {
 		if w.rng.Float64() < w.trySweeps {
 			w.trySweep()
+		} else if w.multi > 0 && w.rng.Float64() < w.multi {
+			w.multiSession()
 		} else {
 			w.session(w.keys[w.rng.IntN(len(w.keys))])
 		}
@@ -541,6 +571,20 @@ func (w *historyWorker) trySweep() {
 			w.release(l)
 			return
 		}
+	}
+}
+
+// multiSession takes two or more of the multi-key sessions' keys at once (ObtainMulti,
+// sometimes TryObtainMulti), plain, among other sets and TryObtain sweeps on the same keys.
+func (w *historyWorker) multiSession() {
+	keys := w.rng.Perm(len(w.multiKeys))[:2+w.rng.IntN(len(w.multiKeys)-1)]
+	set := make([]string, len(keys))
+	for i, k := range keys {
+		set[i] = w.multiKeys[k]
+	}
+	if l, ok := w.obtainSet(set, false, 1, 0, w.rng.Float64() < 0.3, w.rng.Float64() < 0.2); ok {
+		w.use(l)
+		w.release(l)
 	}
 }
 
@@ -602,7 +646,12 @@ func (w *historyWorker) plainTTL(try bool) time.Duration {
 
 // obtain makes one Obtain or TryObtain; ttl 0 draws a plain lock's ttl.
 func (w *historyWorker) obtain(key string, reentrant bool, level int, ttl time.Duration, watchdog, try bool) (heldLock, bool) {
-	op := &historyOp{worker: w.id, key: key, reentrant: reentrant, watchdog: watchdog,
+	return w.obtainSet([]string{key}, reentrant, level, ttl, watchdog, try)
+}
+
+// obtainSet is obtain for one key, or an ObtainMulti (TryObtainMulti) for several.
+func (w *historyWorker) obtainSet(keys []string, reentrant bool, level int, ttl time.Duration, watchdog, try bool) (heldLock, bool) {
+	op := &historyOp{worker: w.id, key: keys[0], reentrant: reentrant, watchdog: watchdog,
 		level: level, ttl: ttl, try: try, timeout: randDur(w.rng, 50*time.Millisecond, 2*time.Second)}
 	if ttl == 0 {
 		op.ttl = w.plainTTL(op.try)
@@ -630,8 +679,17 @@ func (w *historyWorker) obtain(key string, reentrant bool, level int, ttl time.D
 	if op.try {
 		obtain = w.c.TryObtain
 	}
+	if len(keys) > 1 {
+		op.keys = keys
+		obtain = func(ctx context.Context, _ string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+			if op.try {
+				return w.c.TryObtainMulti(ctx, keys, ttl, opts...)
+			}
+			return w.c.ObtainMulti(ctx, keys, ttl, opts...)
+		}
+	}
 	op.invoke = w.h.now()
-	l, err := obtain(ctx, key, op.ttl, opts...)
+	l, err := obtain(ctx, op.key, op.ttl, opts...)
 	op.ret = w.h.now()
 	if err != nil {
 		op.err = err
