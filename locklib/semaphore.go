@@ -172,18 +172,8 @@ func (s *singleStore) acquirePermit(ctx context.Context, req acquireRequest) (ac
 	beforeStamp, afterStamp, _ := protocol.AroundStamp(v)
 	args := []any{req.op, req.ttl.Milliseconds(), entry, s.windowArg, fenceLifetime(req.ttl, s.fenceFor).Milliseconds(),
 		req.limit, acquiredEvent, waitingEvent, beforeStamp, afterStamp}
-	var late func([]any, error)
-	if boundedOnGoroutine(ctx, s.direct) {
-		// An answer that comes after the Acquire gave up may say it took a permit: the
-		// clean-up may have run before that request did, so it runs again.
-		late = func(reply []any, err error) {
-			if err == nil && len(reply) > 0 && reply[0] == int64(1) {
-				s.cleanUpLater(func(ctx context.Context) error { return s.abandon(ctx, req) })
-			}
-		}
-	}
 	keys := permitKeys(req.key)
-	reply, err := run(ctx, s, scriptSemAcquire, keys, args, cmdSlice, late)
+	reply, err := run(ctx, s, scriptSemAcquire, keys, args, cmdSlice, s.lateAcquire(ctx, req))
 	if err != nil {
 		return acquireResult{}, backendError("acquire", req.key, err)
 	}
