@@ -29,10 +29,30 @@ func TestWithReplicas(t *testing.T) {
 	if err := l.Refresh(ctx, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// A multi-key lock: every key on the replicas when ObtainMulti returns, and a renewal of
+	// them all confirmed.
+	set := []string{"lock:{rep}:a", "lock:{rep}:b"}
+	m, err := c.ObtainMulti(ctx, set, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range replicas {
+		for _, key := range set {
+			if v, err := n.Client().Get(ctx, key).Result(); err != nil || v != m.Value() {
+				t.Fatalf("replica %s right after ObtainMulti: %s holds %q, %v; want %q", n.Addr, key, v, err, m.Value())
+			}
+		}
+	}
+	if err := m.Refresh(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	replicas[0].Pause() // one of the two replicas stops acknowledging
 	defer replicas[0].Resume()
-	err := l.Refresh(ctx, 5*time.Second)
+	err = l.Refresh(ctx, 5*time.Second)
 	var re *ReplicationError
 	if !errors.Is(err, ErrNotReplicated) || errors.Is(err, ErrBackend) || !errors.As(err, &re) || re.Acked != 1 || re.Wanted != 2 {
 		t.Fatalf("Refresh with a replica frozen: %v (%+v), want a ReplicationError 1 of 2", err, re)
@@ -59,6 +79,12 @@ func TestWithReplicas(t *testing.T) {
 			t.Fatalf("try %v failed after %v: retried", try, d)
 		}
 		waitGone(t, rdb, key, 2*time.Second) // released: nobody holds a lock no Obtain returned
+	}
+	if _, err := c.TryObtainMulti(ctx, set, 5*time.Second); !errors.Is(err, ErrNotObtained) || !errors.As(err, &re) || re.Acked != 1 {
+		t.Fatalf("TryObtainMulti with a replica frozen: %v, want ErrNotObtained and ErrNotReplicated, 1 acked", err)
+	}
+	for _, key := range set {
+		waitGone(t, rdb, key, 2*time.Second)
 	}
 	replicas[0].Resume()
 	l2 := mustObtain(t, c, ctx, "lock:rep:after", time.Second)
