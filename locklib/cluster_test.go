@@ -61,4 +61,5 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("a key whose companions are in another slot: %v, want ErrInvalid", err)
 	}
 	checkCrossSlot(t, cluster, a)
+	clusterRW(t, a, b)
 }

@@ -51,6 +51,15 @@
 // key, and waits by polling: it is not FIFO, and a stream of single-key Obtains on one of its
 // keys can starve it (docs/locklib.md, "Multi-key locks").
 //
+// # Read-write locks
+//
+// [Client.ObtainRead] and [Client.ObtainWrite] (and their Try forms) take a read or the write
+// lease of a read-write lock: many readers or one writer, each holder a [Lock] with its own
+// TTL, watchdog and Lost(). Waiting is FIFO, so readers arriving after a queued writer wait
+// behind it; a writer's Token is a fresh fencing token, a reader's the last write's. With
+// [Reentrant] an owner re-enters, and may downgrade (write, then read, then release the
+// write); an upgrade is refused with [ErrUpgrade] (docs/locklib.md, "Read-write locks").
+//
 // # Redlock
 //
 // [NewRedlock] returns the same Client over N independent Redis masters: a lock is held when

@@ -37,7 +37,7 @@ var (
 
 	// ErrInvalid: a bad argument (empty key, ttl below 1 ms, Reentrant without an owner, a
 	// key that cannot be locked in Redis Cluster, a bad NewRedlock option, WithReplicas
-	// where WAIT cannot work).
+	// where WAIT cannot work, a kind of lock the store does not keep; ErrUpgrade).
 	ErrInvalid = errors.New("locklib: invalid argument")
 )
 

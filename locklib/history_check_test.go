@@ -900,3 +900,126 @@ func (h *history) faultsIn(from, to time.Duration) []serverFault {
 	}
 	return out
 }
+
+// ---- Read-write locks: readers together, one writer alone, write tokens increasing ----
+
+// rwInput is an acquisition of a read or write lease (output: its token) or a Close (the
+// end of that lease's validity).
+type rwInput struct {
+	close     bool
+	id        int
+	owner     string
+	write     bool
+	reentrant bool
+}
+
+// rwState is the lock's holders: the writer (owner, token, open write levels) and the read
+// levels ("owner/id" sorted, ","-joined), with the tokens seen: lastWrite, the last write
+// grant's, and top, the highest any grant reported. Strings only: porcupine compares states
+// with ==.
+type rwState struct {
+	writer      string
+	writeToken  int64
+	writeLevels string
+	readers     string
+	lastOwner   string // the last writer, who may re-enter with its token just after it closed
+	lastWrite   int64
+	top         int64
+}
+
+// rwModel: a write lease only while no other owner holds anything (its owner's own read
+// levels are a downgrade in progress), a read lease only while no other owner writes. A
+// fresh write draws a token above every token reported before; a re-entered write keeps
+// the writer's. A read reports the counter: the last write's token or later (a write whose
+// Obtain failed may have drawn one), or 0 once the counter has gone.
+func rwModel() porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return rwState{} },
+		Step: func(state, input, output any) (bool, any) {
+			s, in := state.(rwState), input.(rwInput)
+			if in.close {
+				if levels, ok := removeLevel(s.writeLevels, in.id); ok {
+					s.writeLevels = levels
+					if levels == "" {
+						s.writer, s.writeToken = "", 0
+					}
+					return true, s
+				}
+				readers, ok := removeReader(s.readers, in.id)
+				s.readers = readers
+				return ok, s
+			}
+			token := output.(int64)
+			if in.write {
+				reenter := in.reentrant && token == s.lastWrite && (s.writer == in.owner || s.writer == "" && s.lastOwner == in.owner)
+				if !reenter && (s.writer != "" || token <= s.top) {
+					return false, s
+				}
+				if readersBut(s.readers, in.owner) {
+					return false, s
+				}
+				s.writer, s.writeToken, s.lastOwner, s.lastWrite = in.owner, token, in.owner, token
+				s.writeLevels = addLevel(s.writeLevels, in.id)
+				s.top = max(s.top, token)
+				return true, s
+			}
+			if s.writer != "" && !(in.reentrant && s.writer == in.owner) || token != 0 && token < s.lastWrite {
+				return false, s
+			}
+			s.readers = addReader(s.readers, in.owner, in.id)
+			s.top = max(s.top, token)
+			return true, s
+		},
+		DescribeOperation: func(input, output any) string {
+			in := input.(rwInput)
+			if in.close {
+				return fmt.Sprintf("close h%d", in.id)
+			}
+			mode := "read"
+			if in.write {
+				mode = "write"
+			}
+			return fmt.Sprintf("h%d %s %s token %d", in.id, in.owner, mode, output)
+		},
+		DescribeState: func(state any) string {
+			s := state.(rwState)
+			return fmt.Sprintf("writer %q (token %d, levels %s), readers [%s], last write %d, top %d",
+				s.writer, s.writeToken, s.writeLevels, s.readers, s.lastWrite, s.top)
+		},
+	}
+}
+
+func addReader(readers, owner string, id int) string {
+	rs := []string{}
+	if readers != "" {
+		rs = strings.Split(readers, ",")
+	}
+	rs = append(rs, owner+"/"+strconv.Itoa(id))
+	slices.Sort(rs)
+	return strings.Join(rs, ",")
+}
+
+func removeReader(readers string, id int) (string, bool) {
+	if readers == "" {
+		return "", false
+	}
+	rs := strings.Split(readers, ",")
+	i := slices.IndexFunc(rs, func(r string) bool { return strings.HasSuffix(r, "/"+strconv.Itoa(id)) })
+	if i < 0 {
+		return readers, false
+	}
+	return strings.Join(slices.Delete(rs, i, i+1), ","), true
+}
+
+// readersBut reports whether a read level of another owner than owner is open.
+func readersBut(readers, owner string) bool {
+	if readers == "" {
+		return false
+	}
+	for _, r := range strings.Split(readers, ",") {
+		if !strings.HasPrefix(r, owner+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -72,6 +72,8 @@ var (
 	luaSemResize string
 	//go:embed semaphore_status.lua
 	luaSemStatus string
+	//go:embed rw_acquire.lua
+	luaRWAcquire string
 
 	scriptLeaseRelease = newServerScript("lease_release", luaLeaseRelease, "{'allow-oom'}")
 	scriptLeaseRefresh = newServerScript("lease_refresh", luaLeaseRefresh, "{'allow-oom'}")
@@ -81,6 +83,7 @@ var (
 	// A resize writes the limit (a string that may grow): refused whole when out of memory.
 	scriptSemResize = newServerScript("sem_resize", luaSemResize, "{}")
 	scriptSemStatus = newServerScript("sem_status", luaSemStatus, "{'no-writes'}")
+	scriptRWAcquire = newServerScript("rw_acquire", luaRWAcquire, "{}")
 )
 
 // A multi-key lock's scripts (multi.go) take several lock keys, each with its companions.
@@ -125,7 +128,8 @@ var (
 // were no faster, docs/benchmarks/locklib.md).
 var serverScripts = []*serverScript{scriptAcquire, scriptRelease, scriptRefresh, scriptPTTL, scriptLeave,
 	scriptLeaseRelease, scriptLeaseRefresh, scriptLeasePTTL, scriptLeaseLeave, scriptSemAcquire, scriptSemResize, scriptSemStatus,
-	scriptMultiAcquire, scriptMultiRelease, scriptMultiRefresh, scriptMultiPTTL, scriptMultiLeave}
+	scriptMultiAcquire, scriptMultiRelease, scriptMultiRefresh, scriptMultiPTTL, scriptMultiLeave,
+	scriptRWAcquire}
 
 // functionLibrary is the library of locklib's functions (FUNCTION LOAD), named
 // lockscope_<hash of its code>.

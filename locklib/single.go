@@ -142,6 +142,8 @@ func (s *singleStore) acquireOnce(ctx context.Context, req acquireRequest) (acqu
 		return s.acquirePermit(ctx, req)
 	case kindMulti:
 		return s.acquireMulti(ctx, req)
+	case kindRead, kindWrite:
+		return s.acquireRW(ctx, req)
 	}
 	return s.acquireLock(ctx, req)
 }
