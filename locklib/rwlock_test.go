@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -491,10 +490,7 @@ func TestRWFailedScriptWritesNothing(t *testing.T) {
 	reader := func(t *testing.T, c *Client, key string) *Lock {
 		return mustObtainModeTTL(t, c.ObtainRead, context.Background(), key, 10*time.Second)
 	}
-	paths := map[string]struct {
-		prepare func(t *testing.T, c *Client, key string) *Lock
-		call    func(c *Client, key string, held *Lock) error
-	}{
+	paths := map[string]wrongTypePath{
 		"TryObtainRead": {nil, func(c *Client, key string, _ *Lock) error {
 			return tryAndRelease(c.TryObtainRead(context.Background(), key, 10*time.Second))
 		}},
@@ -508,34 +504,5 @@ func TestRWFailedScriptWritesNothing(t *testing.T) {
 		}},
 		"Release read": {reader, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
 	}
-	srv := redistest.Start(t)
-	c, rdb := newTestClient(t, srv)
-	n, failed := 0, 0
-	for pathName, path := range paths {
-		for name, companion := range companions {
-			n++
-			key := fmt.Sprintf("lock:rw:wrong-type:%d", n)
-			var held *Lock
-			if path.prepare != nil {
-				held = path.prepare(t, c, key)
-			}
-			rdb.Del(context.Background(), companion(key))
-			rdb.HSet(context.Background(), companion(key), "f", "v")
-			before := snapshot(t, rdb, key)
-			err := path.call(c, key, held)
-			if err == nil || errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrBackend) {
-				continue // it did not need the broken key
-			}
-			failed++
-			if !errors.Is(err, ErrBackend) {
-				t.Errorf("%s with %s a hash: %v, want ErrBackend", pathName, name, err)
-			}
-			if after := snapshot(t, rdb, key); after != before {
-				t.Errorf("%s with %s a hash failed (%v) but changed the keys:\n%s\nto\n%s", pathName, name, err, before, after)
-			}
-		}
-	}
-	if failed < n/2 {
-		t.Fatalf("only %d of %d calls met their broken key", failed, n)
-	}
+	checkWrongTypeCompanions(t, "lock:rw:wrong-type:", companions, paths)
 }

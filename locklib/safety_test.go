@@ -410,10 +410,7 @@ func TestFailedScriptWritesNothing(t *testing.T) {
 	companions := map[string]func(string) string{"fence": protocol.FenceKey, "queue": protocol.WaitQueueKey,
 		"presence": protocol.WaitPresenceKey, "levels": protocol.LevelsKey, "ended": protocol.EndedKey}
 	// Each path prepares the key (before the companion is broken) and then runs the call.
-	paths := map[string]struct {
-		prepare func(t *testing.T, c *Client, key string) *Lock
-		call    func(c *Client, key string, held *Lock) error
-	}{
+	paths := map[string]wrongTypePath{
 		"TryObtain": {nil, func(c *Client, key string, _ *Lock) error {
 			return tryAndRelease(c.TryObtain(context.Background(), key, 10*time.Second))
 		}},
@@ -449,13 +446,27 @@ func TestFailedScriptWritesNothing(t *testing.T) {
 			return l
 		}, func(_ *Client, _ string, held *Lock) error { return held.Release(context.Background()) }},
 	}
+	checkWrongTypeCompanions(t, "lock:wrong-type:", companions, paths)
+}
+
+// wrongTypePath is one script path of checkWrongTypeCompanions: prepare sets the key up
+// before the companion is broken (nil: nothing to set up), call runs the path.
+type wrongTypePath struct {
+	prepare func(t *testing.T, c *Client, key string) *Lock
+	call    func(c *Client, key string, held *Lock) error
+}
+
+// checkWrongTypeCompanions runs every path on a key of its own with each companion turned
+// into a hash (checkWroteNothing): the key and its companions (lockKeys) are compared.
+func checkWrongTypeCompanions(t *testing.T, prefix string, companions map[string]func(string) string, paths map[string]wrongTypePath) {
+	t.Helper()
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	n := 0
 	for pathName, path := range paths {
 		for name, companion := range companions {
 			n++
-			key := fmt.Sprintf("lock:wrong-type:%d", n)
+			key := fmt.Sprintf("%s%d", prefix, n)
 			var held *Lock
 			if path.prepare != nil {
 				held = path.prepare(t, c, key)
