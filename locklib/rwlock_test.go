@@ -506,3 +506,48 @@ func TestRWFailedScriptWritesNothing(t *testing.T) {
 	}
 	checkWrongTypeCompanions(t, "lock:rw:wrong-type:", companions, paths)
 }
+
+// A writer's release admits every reader queued behind it at once: each is woken (no poll:
+// the back-off here is seconds), and they hold together.
+func TestRWReleaseAdmitsQueuedReadersTogether(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:rw:admit"
+	w := mustObtainMode(t, c.ObtainWrite, ctx, key)
+	const readers = 4
+	got := make(chan *Lock, readers)
+	for i := range readers {
+		r, _ := newTestClient(t, srv, WithBackoff(2*time.Second, 4*time.Second))
+		go func() {
+			l, err := r.ObtainRead(ctx, key, 10*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		waitForWaiters(t, rdb, key, i+1)
+	}
+	begin := time.Now()
+	mustRelease(t, w)
+	var held []*Lock
+	for range readers {
+		l := <-got
+		if l == nil {
+			t.FailNow()
+		}
+		held = append(held, l)
+	}
+	if took := time.Since(begin); took > 500*time.Millisecond {
+		t.Fatalf("the queued readers got in %v after the writer left: not woken", took)
+	}
+	if n := len(rwMembers(t, rdb, key)[protocol.ModeRead]); n != readers {
+		t.Fatalf("%d readers hold together, want %d", n, readers)
+	}
+	for _, l := range held {
+		if l.Token() != w.Token() {
+			t.Fatalf("a reader after the write reports token %d, want %d", l.Token(), w.Token())
+		}
+	}
+	mustRelease(t, held...)
+}
