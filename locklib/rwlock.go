@@ -3,7 +3,6 @@ package locklib
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/lockscope/lockscope/locklib/protocol"
@@ -52,68 +51,16 @@ func rwKeys(key string) []any {
 	return []any{key, protocol.FenceKey(key), protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.EndedKey(key)}
 }
 
-// acquireRW is one attempt to take a read or write lease (rw_acquire.lua). There are no
-// hand-offs: a release wakes every waiter it may admit (all the readers at the head of the
-// queue at once), and each takes its lease with its own attempt.
+// acquireRW is one attempt to take a read or write lease (rw_acquire.lua). A release wakes
+// every waiter it may admit (all the readers at the head of the queue at once), and each
+// takes its lease with its own attempt (acquireLease).
 func (s *singleStore) acquireRW(ctx context.Context, req acquireRequest) (acquireResult, error) {
-	v := req.value
-	v.Count = 0
-	value := v.String()
 	owner := ""
 	if req.reentrant {
-		owner = v.Rand
+		owner = req.value.Rand
 	}
-	var entry string
-	if req.queue {
-		if req.wake != nil {
-			s.hub.bind(req.wake, req.op)
-		}
-		entry = leaseEntry(req)
-	}
-	var acquiredEvent, waitingEvent string
-	if s.events {
-		now := time.Now().UnixMilli()
-		mode := req.kind.eventMode()
-		acquiredEvent = eventPrefix(protocol.Event{Type: string(EventAcquired), Key: req.key, Mode: mode, Node: v.Node,
-			Trace: v.Trace, TTLMs: req.ttl.Milliseconds(), WaitMs: req.waited.Milliseconds(), AtMs: now})
-		if req.queue {
-			waitingEvent = eventPrefix(protocol.Event{Type: string(EventWaiting), Key: req.key, Mode: mode, Node: v.Node,
-				Trace: v.Trace, AtMs: now})
-		}
-	}
-	before, after, _ := protocol.AroundStamp(value)
-	args := []any{string(req.kind.mode()), req.op, before, after, req.ttl.Milliseconds(), owner, entry, s.windowArg,
-		fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent}
-	reply, err := run(ctx, s, scriptRWAcquire, rwKeys(req.key), args, cmdSlice, s.lateAcquire(ctx, req))
-	if err != nil {
-		return acquireResult{}, backendError("acquire", req.key, err)
-	}
-	if len(reply) != 6 {
-		return acquireResult{}, fmt.Errorf("%w: acquire %q: unexpected reply %v", ErrBackend, req.key, reply)
-	}
-	status, _ := reply[0].(int64)
-	member, _ := reply[1].(string)
-	tokenText, _ := reply[2].(string)
-	waiters, _ := reply[3].(int64)
-	pttl, _ := reply[4].(int64)
-	position, _ := reply[5].(int64)
-	switch status {
-	case -2:
-		return acquireResult{}, fmt.Errorf("%w: acquire %q: the server reports this Obtain as ended", ErrBackend, req.key)
-	case -4:
-		return acquireResult{}, fmt.Errorf("%w: %q: the owner holds read levels only", ErrUpgrade, req.key)
-	}
-	res := acquireResult{acquired: status == 1, value: member, level: req.op, waiters: waiters, position: position}
-	if !res.acquired {
-		res.holderTTL = time.Duration(pttl) * time.Millisecond
-		if req.queue {
-			s.hub.start(protocol.WakeChannelPrefix + s.clientID)
-		}
-		return res, nil
-	}
-	if res.token, err = strconv.ParseInt(tokenText, 10, 64); err != nil {
-		return acquireResult{}, fmt.Errorf("%w: acquire %q: bad token %q", ErrBackend, req.key, tokenText)
-	}
-	res.validUntil = req.start.Add(time.Duration(pttl) * time.Millisecond)
-	return res, nil
+	return s.acquireLease(ctx, req, scriptRWAcquire, rwKeys(req.key), func(entry, acquiredEvent, waitingEvent, before, after string) []any {
+		return []any{string(req.kind.mode()), req.op, before, after, req.ttl.Milliseconds(), owner, entry, s.windowArg,
+			fenceLifetime(req.ttl, s.fenceFor).Milliseconds(), acquiredEvent, waitingEvent}
+	})
 }

@@ -150,56 +150,8 @@ func permitKeys(key string) []any {
 // handed over by a release: the release wakes the waiters its permit goes to, and they take
 // it with their next attempt.
 func (s *singleStore) acquirePermit(ctx context.Context, req acquireRequest) (acquireResult, error) {
-	v := req.value.String()
-	var entry string
-	if req.queue {
-		if req.wake != nil {
-			s.hub.bind(req.wake, req.op)
-		}
-		entry = leaseEntry(req)
-	}
-	var acquiredEvent, waitingEvent string
-	if s.events {
-		now := time.Now().UnixMilli()
-		e := protocol.Event{Type: string(EventAcquired), Key: req.key, Mode: kindPermit.eventMode(), Node: req.value.Node,
-			Trace: req.value.Trace, TTLMs: req.ttl.Milliseconds(), WaitMs: req.waited.Milliseconds(), AtMs: now}
-		acquiredEvent = eventPrefix(e)
-		if req.queue {
-			waitingEvent = eventPrefix(protocol.Event{Type: string(EventWaiting), Key: req.key, Mode: e.Mode,
-				Node: e.Node, Trace: e.Trace, AtMs: now})
-		}
-	}
-	beforeStamp, afterStamp, _ := protocol.AroundStamp(v)
-	args := []any{req.op, req.ttl.Milliseconds(), entry, s.windowArg, fenceLifetime(req.ttl, s.fenceFor).Milliseconds(),
-		req.limit, acquiredEvent, waitingEvent, beforeStamp, afterStamp}
-	keys := permitKeys(req.key)
-	reply, err := run(ctx, s, scriptSemAcquire, keys, args, cmdSlice, s.lateAcquire(ctx, req))
-	if err != nil {
-		return acquireResult{}, backendError("acquire", req.key, err)
-	}
-	if len(reply) != 6 {
-		return acquireResult{}, fmt.Errorf("%w: acquire %q: unexpected reply %v", ErrBackend, req.key, reply)
-	}
-	status, _ := reply[0].(int64)
-	member, _ := reply[1].(string)
-	tokenText, _ := reply[2].(string)
-	waiters, _ := reply[3].(int64)
-	pttl, _ := reply[4].(int64)
-	position, _ := reply[5].(int64)
-	if status == -2 {
-		return acquireResult{}, fmt.Errorf("%w: acquire %q: the server reports this Acquire as ended", ErrBackend, req.key)
-	}
-	res := acquireResult{acquired: status == 1, value: member, level: req.op, waiters: waiters, position: position, keys: keys}
-	if !res.acquired {
-		res.holderTTL = time.Duration(pttl) * time.Millisecond
-		if req.queue {
-			s.hub.start(protocol.WakeChannelPrefix + s.clientID)
-		}
-		return res, nil
-	}
-	if res.token, err = strconv.ParseInt(tokenText, 10, 64); err != nil {
-		return acquireResult{}, fmt.Errorf("%w: acquire %q: bad token %q", ErrBackend, req.key, tokenText)
-	}
-	res.validUntil = req.start.Add(time.Duration(pttl) * time.Millisecond)
-	return res, nil
+	return s.acquireLease(ctx, req, scriptSemAcquire, permitKeys(req.key), func(entry, acquiredEvent, waitingEvent, before, after string) []any {
+		return []any{req.op, req.ttl.Milliseconds(), entry, s.windowArg, fenceLifetime(req.ttl, s.fenceFor).Milliseconds(),
+			req.limit, acquiredEvent, waitingEvent, before, after}
+	})
 }
