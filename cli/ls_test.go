@@ -21,7 +21,7 @@ import (
 var lsFields = map[string]string{
 	"key": "string", "format": "string", "node": "string", "trace": "string",
 	"acquired_at": "time|null", "age_ms": "int|null", "ttl_ms": "int", "reentry": "int|null",
-	"fence": "int|null", "value": "string", "instances": "array",
+	"fence": "int|null", "value": "string", "instances": "array", "kind": "string", "shared": "object|null",
 }
 
 var instanceFields = map[string]string{"addr": "string", "value": "string|null", "ttl_ms": "int|null"}

@@ -27,6 +27,88 @@ type lockJSON struct {
 	Fence      *int64         `json:"fence"`
 	Value      string         `json:"value"`
 	Instances  []instanceJSON `json:"instances"`
+	Kind       string         `json:"kind"`
+	Shared     *sharedJSON    `json:"shared"`
+}
+
+// sharedJSON is a shared primitive's holders, permits and waiters (scanner.Shared); null for
+// an exclusive lock. Texts from Redis are escaped (a Redisson permit's raw id bytes too, as
+// \xNN: the form release takes back).
+type sharedJSON struct {
+	Mode         *string            `json:"mode"`
+	Holders      []sharedHolderJSON `json:"holders"`
+	HoldersKnown bool               `json:"holders_known"`
+	Limit        *int               `json:"limit"`
+	Available    *int               `json:"available"`
+	InUse        *int               `json:"in_use"`
+	Expired      int                `json:"expired"`
+	Waiters      []sharedWaiterJSON `json:"waiters"`
+	Truncated    bool               `json:"truncated"`
+}
+
+type sharedHolderJSON struct {
+	ID         string      `json:"id"`
+	Mode       string      `json:"mode"`
+	Count      int         `json:"count"`
+	TTLMs      int64       `json:"ttl_ms"`
+	Expired    bool        `json:"expired"`
+	Node       string      `json:"node"`
+	Trace      string      `json:"trace"`
+	AcquiredAt *string     `json:"acquired_at"`
+	Field      string      `json:"field"`
+	Leases     []leaseJSON `json:"leases"`
+}
+
+type leaseJSON struct {
+	Member     string `json:"member"`
+	DeadlineMs int64  `json:"deadline_ms"`
+	TTLMs      int64  `json:"ttl_ms"`
+}
+
+type sharedWaiterJSON struct {
+	ID    string `json:"id"`
+	Mode  string `json:"mode"`
+	TTLMs int64  `json:"ttl_ms"`
+	Value string `json:"value"`
+}
+
+// toSharedJSON is sh as the JSON outputs show it; nil for an exclusive lock.
+func toSharedJSON(sh *scanner.Shared) *sharedJSON {
+	if sh == nil {
+		return nil
+	}
+	j := &sharedJSON{HoldersKnown: !sh.HoldersUnknown, Expired: sh.Expired, Truncated: sh.Truncated,
+		Holders: []sharedHolderJSON{}, Waiters: []sharedWaiterJSON{}}
+	if sh.Mode != 0 {
+		mode := sh.Mode.String()
+		j.Mode = &mode
+	}
+	if sh.HasLimit {
+		j.Limit = &sh.Limit
+	}
+	if sh.HasAvailable {
+		j.Available = &sh.Available
+	}
+	if !sh.HoldersUnknown {
+		j.InUse = &sh.InUse
+	}
+	for _, h := range sh.Holders {
+		hj := sharedHolderJSON{ID: present.Escape(h.ID), Mode: h.Mode.String(), Count: h.Count, TTLMs: ttlMs(h.TTL, h.NoExpiry),
+			Expired: h.Expired, Node: present.Escape(h.Node), Trace: present.Escape(h.Trace), Field: present.Escape(h.Field),
+			Leases: make([]leaseJSON, len(h.Leases))}
+		if !h.AcquiredAt.IsZero() {
+			at := h.AcquiredAt.UTC().Format(time.RFC3339Nano)
+			hj.AcquiredAt = &at
+		}
+		for i, le := range h.Leases {
+			hj.Leases[i] = leaseJSON{Member: present.Escape(le.Member), DeadlineMs: le.Deadline, TTLMs: le.TTL.Milliseconds()}
+		}
+		j.Holders = append(j.Holders, hj)
+	}
+	for _, w := range sh.Waiters {
+		j.Waiters = append(j.Waiters, sharedWaiterJSON{ID: present.Escape(w.ID), Mode: w.Mode.String(), TTLMs: w.TTL.Milliseconds(), Value: present.Escape(w.Value)})
+	}
+	return j
 }
 
 // instanceJSON is the key on one server; value and ttl_ms are null where the server does
@@ -48,6 +130,8 @@ func toLockJSON(l *scanner.Lock, now time.Time) lockJSON {
 		TTLMs:     ttlMs(l.TTL, l.NoExpiry),
 		Value:     present.Escape(l.Value),
 		Instances: []instanceJSON{},
+		Kind:      l.Kind().String(),
+		Shared:    toSharedJSON(l.Shared),
 	}
 	if !l.AcquiredAt.IsZero() {
 		at := l.AcquiredAt.UTC().Format(time.RFC3339Nano)
@@ -128,7 +212,15 @@ func (j *lockJSON) appendTo(b []byte) []byte {
 		b = appendJSONInt(b, in.TTLMs)
 		b = append(b, '}')
 	}
-	return append(b, "]}\n"...)
+	b = append(b, `],"kind":`...)
+	b = appendJSONString(b, j.Kind)
+	b = append(b, `,"shared":`...)
+	if j.Shared == nil {
+		b = append(b, "null"...)
+	} else { // rare: encoding/json's own bytes
+		b = appendEncoded(b, j.Shared)
+	}
+	return append(b, "}\n"...)
 }
 
 // appendJSONInt appends *n, or null.
@@ -153,7 +245,7 @@ func appendJSONStringOrNull(b []byte, s *string) []byte {
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return appendEncodedString(b, s)
+			return appendEncoded(b, s)
 		}
 	}
 	b = append(b, '"')
@@ -161,10 +253,11 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func appendEncodedString(b []byte, s string) []byte {
+// appendEncoded appends v as json.Encoder (HTML escaping off) writes it, without its newline.
+func appendEncoded(b []byte, v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
+	_ = enc.Encode(v) // strings and the JSON types here always encode
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }

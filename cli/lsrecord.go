@@ -11,8 +11,11 @@ import (
 // is known: a third of the rendered line (no field names, no value written twice, numbers as
 // varints, servers' addresses and formats once per census).
 type lockRecords struct {
-	blocks [][]byte       // the records, each after its length, in blocks of arenaBlock bytes
-	names  []string       // the addresses and formats the records refer to by index
+	blocks [][]byte // the records, each after its length, in blocks of arenaBlock bytes
+	names  []string // the addresses and formats the records refer to by index
+	// shared are the records' shared primitives (scanner.Shared), which a record refers to by
+	// index: few locks have one, and its holders would not fit the compact form.
+	shared []*scanner.Shared
 	index  map[string]int // names' indexes
 	buf    []byte
 }
@@ -29,6 +32,7 @@ const (
 	recHasFence
 	recAcquired // AcquiredAt is known
 	recQuorum   // a Redlock target: its instances follow
+	recShared   // a shared primitive: its index in lockRecords.shared follows
 )
 
 // Instance flags, in a Redlock record.
@@ -59,6 +63,9 @@ func (r *lockRecords) keep(l *scanner.Lock) recordRef {
 	if l.Quorum != nil {
 		flags |= recQuorum
 	}
+	if l.Shared != nil {
+		flags |= recShared
+	}
 	b = append(b, flags)
 	b = appendRecString(b, l.Key)
 	b = binary.AppendUvarint(b, uint64(r.name(string(l.Format))))
@@ -74,6 +81,10 @@ func (r *lockRecords) keep(l *scanner.Lock) recordRef {
 		b = binary.AppendVarint(b, l.Fence)
 	}
 	b = appendRecString(b, l.Value)
+	if l.Shared != nil {
+		b = binary.AppendUvarint(b, uint64(len(r.shared)))
+		r.shared = append(r.shared, l.Shared)
+	}
 	if l.Quorum == nil {
 		b = binary.AppendUvarint(b, uint64(r.name(l.Addr)))
 	} else {
@@ -163,6 +174,9 @@ func (r *lockRecords) lock(rec string, instances []scanner.Instance) scanner.Loc
 		l.Fence = d.varint()
 	}
 	l.Value = d.string()
+	if flags&recShared != 0 {
+		l.Shared = r.shared[d.uvarint()]
+	}
 	if flags&recQuorum == 0 {
 		l.Addr = r.names[d.uvarint()]
 		return l

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/lockscope/lockscope/present"
 	"github.com/lockscope/lockscope/present/presenttest"
 	"github.com/lockscope/lockscope/scanner"
@@ -28,6 +29,19 @@ func renderFixture() []*scanner.Lock {
 	locks = append(locks, &scanner.Lock{Key: "lock:redlock", Format: scanner.FormatLockscope, Value: "v", NoExpiry: true,
 		Quorum: &scanner.Quorum{Agree: 1, Needed: 2, Total: 3, Instances: []scanner.Instance{
 			{Addr: "a:1", Value: "v", Present: true, NoExpiry: true}, {Addr: "b:2", Missing: true}, {Addr: "c:3"}}}})
+	// Shared primitives: hostile text in a holder, its lease and a waiter; a permit's raw bytes.
+	rw := &scanner.Shared{Kind: scanner.KindRWLock, Mode: protocol.ModeRead, InUse: 2, Expired: 1, Truncated: true,
+		Holders: []scanner.SharedHolder{
+			{ID: "00000000000000aa", Mode: protocol.ModeRead, Count: 2, TTL: 1500 * time.Millisecond, Node: hostile, Trace: "t", AcquiredAt: at,
+				Leases: []scanner.Lease{{Member: "r|" + hostile, Deadline: 1764400000123, TTL: time.Second}, {Member: "r|x", Deadline: 1764400000999, TTL: 1500 * time.Millisecond}}},
+			{ID: "00000000000000bb", Mode: protocol.ModeRead, Count: 1, Expired: true, Leases: []scanner.Lease{{Member: "r|y", Deadline: 1}}}},
+		Waiters: []scanner.SharedWaiter{{ID: "c:1", Mode: protocol.ModeWrite, TTL: time.Minute, Value: hostile, Entry: "c:1|60000|w|" + hostile}}}
+	psem := &scanner.Shared{Kind: scanner.KindPermitSemaphore, Mode: protocol.ModePermit, Limit: 3, HasLimit: true, Available: 2, HasAvailable: true, InUse: 1,
+		Holders: []scanner.SharedHolder{{ID: "68b48de6", Mode: protocol.ModePermit, Count: 1, TTL: time.Minute, Leases: []scanner.Lease{{Member: "\x68\xb4\x8d\xe6", Deadline: 1764400060000, TTL: time.Minute}}},
+			{ID: "ff", Mode: protocol.ModePermit, Count: 1, NoExpiry: true}}}
+	locks = append(locks,
+		&scanner.Lock{Key: "lock:rw", Format: scanner.FormatLockscope, Type: "zset", Value: "r|x", TTL: time.Second, FetchedAt: at, Addr: "10.0.0.1:6379", Shared: rw},
+		&scanner.Lock{Key: "lock:psem", Format: scanner.FormatRedisson, Type: "string", Value: "2", NoExpiry: true, FetchedAt: at, Addr: "10.0.0.1:6379", Shared: psem})
 	return locks
 }
 
@@ -72,9 +86,9 @@ func TestTableAlignsAsTabwriter(t *testing.T) {
 func TestTableCellsAsSprintf(t *testing.T) {
 	for _, l := range renderFixture() {
 		want := present.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
-			present.Cut{Text: l.Key, Max: keyWidth}, present.Cut{Text: present.OrUnknown(l.Node), Max: holderWidth},
+			present.Cut{Text: l.Key, Max: keyWidth}, present.Cut{Text: present.HolderText(l), Max: holderWidth},
 			present.Cut{Text: present.OrUnknown(l.Trace), Max: traceWidth}, present.Age(l, l.FetchedAt), present.TTL(l, l.FetchedAt),
-			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), l.Format,
+			present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence), present.FormatText(l),
 			present.FlagsText(l, l.FetchedAt, time.Minute))
 		if got := appendRow(nil, l, l.FetchedAt, time.Minute); string(got) != string(want) {
 			t.Errorf("%q:\n got %q\nwant %q", l.Key, got, want)

@@ -46,10 +46,10 @@ type tableRow struct {
 // that moment on its server's clock (scanner.Clocks.Now).
 func appendRow(b []byte, l *scanner.Lock, at time.Time, stuckAfter time.Duration) []byte {
 	cells := [...]string{
-		present.SafeText(l.Key, keyWidth), present.SafeText(present.OrUnknown(l.Node), holderWidth),
+		present.SafeText(l.Key, keyWidth), present.SafeText(present.HolderText(l), holderWidth),
 		present.SafeText(present.OrUnknown(l.Trace), traceWidth), present.Age(l, at), present.TTL(l, l.FetchedAt),
 		present.Ordinal(int64(l.Reentry), l.Reentry > 0), present.Ordinal(l.Fence, l.HasFence),
-		present.SafeText(string(l.Format), 0), present.SafeText(present.FlagsText(l, at, stuckAfter), 0),
+		present.SafeText(present.FormatText(l), 0), present.SafeText(present.FlagsText(l, at, stuckAfter), 0),
 	}
 	for i, c := range cells {
 		if i > 0 {

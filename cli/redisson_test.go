@@ -54,9 +54,9 @@ func TestRedissonPeer(t *testing.T) {
 		}
 	}
 
-	// Waiters: the fair queue's waiter, the plain lock's subscribed waiter, nobody elsewhere;
-	// unknown (null) for what is not a lock Redisson queues for.
-	for c, want := range map[string]any{"fair": 1.0, "waited": 1.0, "lease": 0.0, "reentrant": 0.0, "rw-write": 0.0, "sem": nil} {
+	// Waiters: the fair queue's waiter, the plain lock's subscribed waiter, nobody elsewhere
+	// (a semaphore's waiters subscribe to its channel, redisson_sc).
+	for c, want := range map[string]any{"fair": 1.0, "waited": 1.0, "lease": 0.0, "reentrant": 0.0, "rw-write": 0.0, "sem": 0.0} {
 		r := runCLI(t, cliOpts{}, "show", "--json", "--redis", url, "lock:redisson:"+c)
 		expectExit(t, r, 0)
 		var got map[string]any
@@ -70,15 +70,17 @@ func TestRedissonPeer(t *testing.T) {
 	if r := runCLI(t, cliOpts{}, "show", "--redis", url, "lock:redisson:fenced"); !strings.Contains(r.stdout, "fence      1") {
 		t.Errorf("show lock:redisson:fenced: no fence 1 in\n%s", r.stdout)
 	}
+	checkRedissonShared(t, url, peer)
 
-	// The console's W column: the same counts, and `-` where nobody can tell (a semaphore, a
-	// redsync lock: their waiters poll), never 0.
+	// The console's W column: the same counts, and `-` where nobody can tell (a redsync lock:
+	// its waiters poll), never 0.
 	if err := srv.Client().Set(context.Background(), "lock:redsync", "q83vEjRWeJCrze8SNFZ4kA==", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	s := startTUI(t, "--redis", url, "--pattern", "lock:*")
 	want := map[string]string{"lock:redisson:fair": "1", "lock:redisson:waited": "1", "lock:redisson:lease": "0",
-		"lock:redisson:sem": "-", "lock:redsync": "-"}
+		"lock:redisson:sem": "0", "lock:redsync": "-"}
+
 	var got map[string]string
 	s.waitFor("the W column", 15*time.Second, func(scr string) bool {
 		got = waiterCells(scr, want)
@@ -95,6 +97,70 @@ func TestRedissonPeer(t *testing.T) {
 			t.Errorf("release %s: no %s within 3s of the release", key, event)
 		} else {
 			t.Logf("release %s: %s %v after the release", key, line, time.Since(released).Round(time.Millisecond))
+		}
+	}
+}
+
+// checkRedissonShared checks the peer's shared primitives (cases 4 to 7) as ls and show read
+// them: two readers each with its own TTL (at most the watchdog's 30 s), the writer named by
+// its thread without ":write", the RSemaphore (trySetPermits(5), acquire(2)) marked a semaphore
+// with 3 available, its holders unknown and no NO-EXPIRY, and the RPermitExpirableSemaphore
+// (trySetPermits(3), acquire(10, MINUTES)) one permit of 3 in use, the one acquire returned,
+// expiring in about 10 minutes.
+func checkRedissonShared(t *testing.T, url string, peer *redistest.RedissonPeer) {
+	t.Helper()
+	r := runCLI(t, cliOpts{}, "ls", "--json", "--redis", url, "--pattern", "lock:redisson:*")
+	expectExit(t, r, 0)
+	rows := map[string]map[string]any{}
+	for _, row := range jsonLines(t, r.stdout) {
+		rows[row["key"].(string)] = row
+		checkShared(t, row)
+	}
+	shared := func(c string) (map[string]any, []map[string]any) {
+		sh, _ := rows["lock:redisson:"+c]["shared"].(map[string]any)
+		var holders []map[string]any
+		if sh != nil {
+			for _, h := range sh["holders"].([]any) {
+				holders = append(holders, h.(map[string]any))
+			}
+		}
+		return sh, holders
+	}
+	sh, readers := shared("rw-read")
+	if rows["lock:redisson:rw-read"]["kind"] != "rwlock" || sh["mode"] != "read" || len(readers) != 2 {
+		t.Errorf("rw-read: %v", rows["lock:redisson:rw-read"])
+	}
+	for _, h := range readers {
+		leases, _ := h["leases"].([]any)
+		if ttl := h["ttl_ms"].(float64); h["mode"] != "read" || h["count"] != 1.0 || ttl <= 0 || ttl > 30000 || len(leases) != 1 ||
+			!strings.HasSuffix(leases[0].(map[string]any)["member"].(string), ":rwlock_timeout:1") {
+			t.Errorf("rw-read reader %v", h)
+		}
+	}
+	sh, writers := shared("rw-write")
+	if sh["mode"] != "write" || len(writers) != 1 || writers[0]["mode"] != "write" || strings.HasSuffix(writers[0]["id"].(string), ":write") ||
+		writers[0]["field"] != writers[0]["id"].(string)+":write" {
+		t.Errorf("rw-write: %v", sh)
+	}
+	sem := rows["lock:redisson:sem"]
+	if sh, _ := shared("sem"); sem["kind"] != "semaphore" || sh["available"] != 3.0 || sh["holders_known"] != false || sh["in_use"] != nil {
+		t.Errorf("sem: %v", sem)
+	}
+	sh, permits := shared("psem")
+	line, _ := peer.Event("PSEM-PERMIT ", time.Second)
+	permit := strings.TrimPrefix(line, "PSEM-PERMIT ")
+	if rows["lock:redisson:psem"]["kind"] != "permit-semaphore" || sh["in_use"] != 1.0 || sh["limit"] != 3.0 || sh["available"] != 2.0 ||
+		len(permits) != 1 || permits[0]["id"] != permit || permits[0]["ttl_ms"].(float64) < 500000 || permits[0]["ttl_ms"].(float64) > 600000 {
+		t.Errorf("psem (permit %s): %v", permit, sh)
+	}
+	r = runCLI(t, cliOpts{}, "ls", "--redis", url, "--pattern", "lock:redisson:*")
+	rowsText := tableRows(r.stdout)
+	for key, cells := range map[string][]string{"lock:redisson:rw-read": {"2 readers", "redisson/rw"}, "lock:redisson:sem": {"3 available", "redisson/sem"},
+		"lock:redisson:psem": {"1/3 permits", "redisson/psem"}} {
+		for _, cell := range cells {
+			if !strings.Contains(rowsText[key], cell) || strings.Contains(rowsText[key], "NO-EXPIRY") {
+				t.Errorf("ls: %s row %q, want %q and no NO-EXPIRY", key, rowsText[key], cell)
+			}
 		}
 	}
 }

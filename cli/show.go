@@ -217,6 +217,9 @@ func toShowJSON(l *scanner.Lock, now time.Time, down map[string]string) showJSON
 // decodedValue is the raw value taken apart as its format defines it; nil when the format
 // carries nothing to decode.
 func decodedValue(l *scanner.Lock) map[string]any {
+	if l.Shared != nil && l.Owners == nil {
+		return nil // its holders are in shared (a Redisson read-write lock's owners are still listed)
+	}
 	switch l.Format {
 	case scanner.FormatLockscope:
 		v, err := protocol.ParseValue(l.Value)
@@ -252,8 +255,11 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow
 	row := func(name string, value any) { printf(tw, "%s\t%s\n", name, value) }
 	row("key", l.Key)
 	row("format", string(l.Format))
+	if l.Shared != nil {
+		row("kind", l.Kind().String())
+	}
 	row("type", present.OrUnknown(l.Type))
-	row("holder", present.OrUnknown(l.Node))
+	row("holder", present.HolderText(l))
 	row("trace", present.OrUnknown(l.Trace))
 	if l.AcquiredAt.IsZero() {
 		row("acquired", present.Unknown)
@@ -264,14 +270,20 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow
 		}
 		row("acquired", present.Acquired(l, serverNow)+note)
 	}
-	if l.NoExpiry {
+	switch {
+	case l.NoExpiry && l.IsSemaphore():
+		row("ttl", present.SemaphoreNoTTL)
+	case l.NoExpiry:
 		row("ttl", present.NeverExpires)
-	} else {
+	default:
 		row("ttl", present.TTL(l, l.FetchedAt))
 	}
 	row("re-entry", present.Ordinal(int64(l.Reentry), l.Reentry > 0))
 	row("fence", present.Ordinal(l.Fence, l.HasFence))
 	row("waiters", present.Ordinal(int64(l.Waiters), l.HasWaiters))
+	if l.Shared != nil {
+		writeShared(row, l, serverNow)
+	}
 	row("value", present.Safe(present.Value(l, 0)))
 	if d, ok := decodedText(l); ok {
 		row("decoded", d)
@@ -289,8 +301,32 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow
 	return tw.Flush()
 }
 
+// writeShared writes a shared primitive's rows: its counts, then a row per holder and per
+// queued waiter (their TTLs at the time of the read, as the lock's).
+func writeShared(row func(name string, value any), l *scanner.Lock, serverNow time.Time) {
+	sh := l.Shared
+	row("shared", present.SharedSummary(sh))
+	for i, h := range sh.Holders {
+		name := ""
+		if i == 0 {
+			name = "holders"
+		}
+		row(name, present.SharedHolderLine(l, h, l.FetchedAt, serverNow))
+	}
+	for i, w := range sh.Waiters {
+		name := ""
+		if i == 0 {
+			name = "queued"
+		}
+		row(name, present.SharedWaiterLine(w))
+	}
+}
+
 // decodedText is the decoded line of a lock, when its value decodes (as decodedValue).
 func decodedText(l *scanner.Lock) (present.Safe, bool) {
+	if l.Shared != nil && l.Owners == nil {
+		return "", false // its holders have rows of their own (writeShared)
+	}
 	switch l.Format {
 	case scanner.FormatRedisson:
 		return present.Sprintf("owners %s", present.Owners(l.Owners)), true

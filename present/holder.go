@@ -20,8 +20,12 @@ const holderValueMax = 60
 // printed). A lockscope value decodes to `api-7 (trace req-42, acquired
 // 2026-12-01T03:04:05.123Z, 12s ago)`. Else l, the scanner's record of the lock (nil when
 // there is none), may name the holder: its decoded node, a redisson lock's owners, a bsm
-// lock's metadata. Else it is the value, quoted and cut: `value "…"`.
+// lock's metadata. Else it is the value, quoted and cut: `value "…"`. A shared primitive
+// (read-write lock, semaphore) is described by HolderText.
 func Holder(value string, l *scanner.Lock, now time.Time) string {
+	if l != nil && l.Shared != nil {
+		return HolderText(l) // its value is members or a count, not a holder's
+	}
 	node, trace, acquired := "", "", time.Time{}
 	if v, err := protocol.ParseValue(value); err == nil {
 		node, trace, acquired = OrUnknown(v.Node), v.Trace, v.AcquiredAt

@@ -67,6 +67,8 @@ func Acquired(l *scanner.Lock, now time.Time) string {
 // the clock, so the TUI counts down between reads.
 func TTL(l *scanner.Lock, now time.Time) string {
 	switch left := l.RemainingAt(now); {
+	case l.NoExpiry && l.IsSemaphore():
+		return Unknown // no TTL by design: its permits go, not the key (SemaphoreNoTTL)
 	case l.NoExpiry:
 		return Never
 	case left <= 0:
