@@ -88,7 +88,22 @@ func TestClusterCensus(t *testing.T) {
 	if l, err := s.Get(ctx, "lock:c:plain"); err != nil || l.HasWaiters {
 		t.Errorf("Redisson lock on the cluster: waiters %d known %v (%v), want unknown", l.Waiters, l.HasWaiters, err)
 	}
-	for _, k := range []string{"lock:c:fair", "lock:c:plain"} {
+	// Shared primitives read on the cluster: a lease set with its limit, a Redisson
+	// permit-expirable semaphore with its permits (each in its lock's slot).
+	now := time.Now()
+	must(t, cc.ZAdd(ctx, "lock:c:sem", redisZ(float64(now.Add(time.Minute).UnixMilli()),
+		leaseMember(protocol.ModePermit, opID+":1", "job-1", randA, now))).Err())
+	must(t, cc.PExpire(ctx, "lock:c:sem", time.Minute).Err())
+	must(t, cc.Set(ctx, protocol.LimitKey("lock:c:sem"), "2", 0).Err())
+	must(t, cc.Set(ctx, "lock:c:psem", "1", 0).Err())
+	must(t, cc.ZAdd(ctx, "{lock:c:psem}:timeout", redisZ(float64(now.Add(time.Minute).UnixMilli()), "permit")).Err())
+	if l, err := s.Get(ctx, "lock:c:sem"); err != nil || l.Kind() != KindSemaphore || l.Shared.Limit != 2 || l.Shared.InUse != 1 {
+		t.Errorf("lease semaphore on the cluster: %+v (%v)", l.Shared, err)
+	}
+	if l, err := s.Get(ctx, "lock:c:psem"); err != nil || l.Kind() != KindPermitSemaphore || l.Shared.Limit != 2 || l.Shared.InUse != 1 {
+		t.Errorf("permit-expirable semaphore on the cluster: %+v (%v)", l.Shared, err)
+	}
+	for _, k := range []string{"lock:c:fair", "lock:c:plain", "lock:c:sem", "lock:c:psem"} {
 		must(t, cc.Del(ctx, k).Err())
 	}
 

@@ -309,7 +309,8 @@ func readLevels(ctx context.Context, pipe redis.Pipeliner, l *Lock, hashCap int)
 
 // applyLevels gives each reader of l its read levels (Leases: their keys and TTLs) and its own
 // TTL, the longest of theirs: a reader whose levels have all gone holds nothing any more
-// (Expired), though its field is still in the hash. Levels past the cap keep the key's TTL.
+// (Expired), though its field is still in the hash. Levels past the cap, or refused, count
+// with the key's TTL.
 func applyLevels(l *Lock, cmds []*redis.DurationCmd) {
 	if len(cmds) == 0 {
 		return
@@ -333,7 +334,12 @@ func applyLevels(l *Lock, cmds []*redis.DurationCmd) {
 			c := cmds[next]
 			next++
 			pttl, err := c.Result()
-			if err != nil || pttl == -2 {
+			if err != nil { // refused (an ACL without the level keys): the key's TTL, as uncapped
+				h.TTL, h.Expired = max(h.TTL, l.TTL), false
+				sh.InUse++
+				continue
+			}
+			if pttl == -2 {
 				sh.Expired++
 				continue // gone: the level's lease ran out
 			}

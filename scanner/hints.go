@@ -231,15 +231,14 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 	}
 	subscriptions := len(channels)
 	if err == nil && mech == FollowNotifications {
-		patterns := []string{fmt.Sprintf("__keyspace@%d__:%s", o.DB, s.opts.Pattern)}
-		if p := redissonSuffixedPattern(s.opts.Pattern); p != "" {
-			patterns = append(patterns, fmt.Sprintf("__keyspace@%d__:%s", o.DB, p))
-		}
-		err = sub.PSubscribe(ctx, patterns...)
-		subscriptions += len(patterns)
+		err = sub.PSubscribe(ctx, fmt.Sprintf("__keyspace@%d__:%s", o.DB, s.opts.Pattern))
+		subscriptions++
 	}
 	if err == nil {
 		err = s.confirmSubscriptions(ctx, sub, subscriptions, dirty)
+	}
+	if p := redissonSuffixedPattern(s.opts.Pattern); err == nil && mech == FollowNotifications && p != "" {
+		s.subscribeIfAllowed(ctx, sub, fmt.Sprintf("__keyspace@%d__:%s", o.DB, p), dirty)
 	}
 	if err != nil && isReply(err) {
 		sub.Close()
@@ -248,6 +247,19 @@ func (s *Scanner) listen(ctx context.Context, t followed, mech Mechanism, events
 	}
 	go s.forwardHints(ctx, sub, client, dirty, reconnected)
 	return nil
+}
+
+// subscribeIfAllowed subscribes sub to pattern too, unless the server refuses it (an ACL
+// written for the lock pattern only): Redisson's companions are then heard of with their lock,
+// or at the background re-scan, and go-redis forgets the pattern rather than ask for it again
+// at each reconnect.
+func (s *Scanner) subscribeIfAllowed(ctx context.Context, sub *redis.PubSub, pattern string, dirty *dirtyKeys) {
+	if sub.PSubscribe(ctx, pattern) != nil {
+		return
+	}
+	if err := s.confirmSubscriptions(ctx, sub, 1, dirty); err != nil && isReply(err) {
+		_ = sub.PUnsubscribe(ctx, pattern)
+	}
 }
 
 // subscribeConfirmWait bounds the wait for the server's answers to the subscriptions.

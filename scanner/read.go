@@ -41,6 +41,7 @@ const (
 	readValue readKind = iota
 	readFence
 	readWaiters
+	readLeases
 	readKinds
 )
 
@@ -49,6 +50,7 @@ var deniedWarnings = [readKinds]string{
 	readValue:   "no permission to read lock values (GETRANGE): holders, fencing tokens and waiters unknown; the census shows keys and TTLs only",
 	readFence:   "no permission to read fence keys (GET " + protocol.FenceKey("...") + "): fencing tokens unknown",
 	readWaiters: "no permission to read wait queues (ZCARD " + protocol.WaitQueueKey("...") + "): waiter counts unknown",
+	readLeases:  "no permission to read sorted sets (ZRANGE): read-write locks and semaphores of lockscope are shown as unknown",
 }
 
 // companionReads says which companion keys a batch of reads asks for with its locks.
@@ -325,28 +327,20 @@ func (b companions) apply(ctx context.Context, rdb redis.Cmdable, queueKeys []st
 }
 
 // readOthers asks TYPE for keys that are not strings and reads hashes (HSCAN COUNT hashCap:
-// a capped HGETALL that a huge hash cannot turn into a huge reply) and sorted sets (ZRANGE
-// of the first hashCap members, for the same reason), in one pipeline with the server's
-// clock; then, for sorted sets that are lease sets, their limit and wait queue.
+// a capped HGETALL that a huge hash cannot turn into a huge reply); sorted sets are read
+// after it (readSortedSets). A refused read leaves the key's value unknown.
 func readOthers(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int, out []instRead, hashCap int, denied *denials, warn func(string)) error {
 	types := make([]*redis.StatusCmd, len(idx))
 	scans := make([]*redis.ScanCmd, len(idx))
-	ranges := make([]*redis.ZSliceCmd, len(idx))
 	pipe := rdb.Pipeline()
-	clock := pipe.Time(ctx)
 	for j, i := range idx {
 		types[j] = pipe.Type(ctx, keys[i])
 		scans[j] = pipe.HScan(ctx, keys[i], 0, "", int64(hashCap))
-		ranges[j] = pipe.ZRangeWithScores(ctx, keys[i], 0, int64(hashCap)) // one more: tells the cut
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {
 		return err
 	}
-	nowMs := time.Now().UnixMilli() // a server that refuses TIME: the local clock
-	if t, err := clock.Result(); err == nil {
-		nowMs = t.UnixMilli()
-	}
-	var leaseSets []int
+	var zsets []int
 	for j, i := range idx {
 		typ, err := types[j].Result()
 		switch {
@@ -362,68 +356,69 @@ func readOthers(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int
 			continue
 		}
 		r.typ = typ
-		var cmd interface{ Err() error }
-		switch typ {
-		case "hash":
-			cmd = scans[j]
-		case "zset":
-			cmd = ranges[j]
-		default:
+		if typ == "zset" {
+			zsets = append(zsets, i)
+		}
+		if typ != "hash" {
 			continue
 		}
-		switch err := cmd.Err(); {
+		kv, cursor, err := scans[j].Result()
+		switch {
 		case isNoPerm(err):
 			deny(denied, readValue, warn)
 			r.typ = ""
 			continue
-		case err != nil && typ == "hash":
-			return replyErr("HSCAN", err)
 		case err != nil:
-			return replyErr("ZRANGE", err)
+			return replyErr("HSCAN", err)
 		}
-		if typ == "hash" {
-			kv, cursor, _ := scans[j].Result()
-			r.fields = pairs(kv, hashCap)
-			r.value, r.truncated = hashText(r.fields)
-			r.truncated = r.truncated || cursor != 0 || len(kv)/2 > hashCap
-			continue
-		}
-		members := ranges[j].Val()
-		r.members, r.membersCut, r.nowMs = members[:min(len(members), hashCap)], len(members) > hashCap, nowMs
-		if len(members) > 0 {
-			if text, ok := members[0].Member.(string); ok && isLeaseMember(text) {
-				leaseSets = append(leaseSets, i)
-			}
-		}
+		r.fields = pairs(kv, hashCap)
+		r.value, r.truncated = hashText(r.fields)
+		r.truncated = r.truncated || cursor != 0 || len(kv)/2 > hashCap
 	}
-	if len(leaseSets) == 0 {
+	if len(zsets) == 0 || denied[readLeases].Load() {
 		return nil
 	}
-	return readLeaseCompanions(ctx, rdb, keys, leaseSets, out, hashCap)
+	return readSortedSets(ctx, rdb, keys, zsets, out, hashCap, denied, warn)
 }
 
-func isLeaseMember(s string) bool {
-	_, ok := protocol.ParseLeaseMember(s)
-	return ok
-}
-
-// readLeaseCompanions reads what lease sets keep beside them: a semaphore's limit and the
-// wait queue's first hashCap entries (whose modes say who waits for what). A refused or
-// mistyped read leaves them unknown.
-func readLeaseCompanions(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int, out []instRead, hashCap int) error {
+// readSortedSets reads the sorted sets among the keys, in case they are lease sets: the first
+// hashCap members (ZRANGE, one more to tell the cut: a huge set cannot make a huge reply),
+// with the server's clock, a semaphore's limit and the wait queue's first hashCap entries
+// (whose modes say who waits for what), in one pipeline. A refused ZRANGE leaves the key
+// unknown (one warning); a refused limit or queue leaves them unknown.
+func readSortedSets(ctx context.Context, rdb redis.Cmdable, keys []string, idx []int, out []instRead, hashCap int, denied *denials, warn func(string)) error {
+	ranges := make([]*redis.ZSliceCmd, len(idx))
 	limits := make([]*redis.StringCmd, len(idx))
 	queues := make([]*redis.StringSliceCmd, len(idx))
 	pipe := rdb.Pipeline()
+	clock := pipe.Time(ctx)
 	for j, i := range idx {
+		ranges[j] = pipe.ZRangeWithScores(ctx, keys[i], 0, int64(hashCap))
 		limits[j] = pipe.Get(ctx, protocol.LimitKey(keys[i]))
 		queues[j] = pipe.ZRange(ctx, protocol.WaitQueueKey(keys[i]), 0, int64(hashCap)-1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isReply(err) {
 		return err
 	}
+	nowMs := time.Now().UnixMilli() // a server that refuses TIME: the local clock
+	if t, err := clock.Result(); err == nil {
+		nowMs = t.UnixMilli()
+	}
 	for j, i := range idx {
-		out[i].limit = limits[j].Val()
-		out[i].queue = queues[j].Val()
+		r := &out[i]
+		members, err := ranges[j].Result()
+		switch {
+		case isNoPerm(err):
+			deny(denied, readLeases, warn)
+			r.typ = ""
+			continue
+		case isWrongType(err): // replaced since TYPE: the next read tells
+			continue
+		case err != nil:
+			return replyErr("ZRANGE", err)
+		}
+		r.members, r.membersCut, r.nowMs = members[:min(len(members), hashCap)], len(members) > hashCap, nowMs
+		r.limit, r.queue = limits[j].Val(), queues[j].Val()
 	}
 	return nil
 }
