@@ -3,6 +3,7 @@ package present
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,8 +64,13 @@ func TestAgeTTLAndFlags(t *testing.T) {
 	}
 	// A semaphore's key has no TTL by design: its permits free themselves, not the key.
 	sem := scanner.Lock{Key: "s", NoExpiry: true, FetchedAt: t0, Shared: &scanner.Shared{Kind: scanner.KindSemaphore}}
-	if NeverFrees(&sem) || FlagsText(&sem, t0, time.Minute) != "" {
-		t.Errorf("a semaphore without TTL flagged: %q", FlagsText(&sem, t0, time.Minute))
+	if NeverFrees(&sem) || FlagsText(&sem, t0, time.Minute) != "" || TTL(&sem, t0) != Unknown {
+		t.Errorf("a semaphore without TTL flagged: %q, TTL %q", FlagsText(&sem, t0, time.Minute), TTL(&sem, t0))
+	}
+	rows := []*scanner.Lock{&sem, &old, &forever}
+	SortLocks(rows, SortByTTL, false)
+	if byTTL := keys(rows); strings.Join(byTTL, ",") != "b,a,s" {
+		t.Errorf("by TTL %v, want the lock without expiry first and the semaphore last", byTTL)
 	}
 }
 

@@ -73,7 +73,8 @@ type sortKey struct {
 	key  string
 }
 
-// never is the acquisition time of an unknown age: after every real time.
+// never is the acquisition time of an unknown age, and the deadline of a semaphore without
+// TTL: after every real time.
 const never = math.MaxInt64
 
 // noDeadline is the deadline of a lock without expiry: before every real deadline, so that
@@ -85,8 +86,12 @@ func keyOf(l *scanner.Lock, s Sort) sortKey {
 	k := sortKey{key: l.Key}
 	switch s {
 	case SortByTTL:
-		k.num = noDeadline
-		if !l.NoExpiry {
+		switch {
+		case l.NoExpiry && l.IsSemaphore():
+			k.num = never // no deadline, and no risk: its permits go, not the key (last)
+		case l.NoExpiry:
+			k.num = noDeadline
+		default:
 			k.num = l.FetchedAt.Add(l.TTL).UnixNano()
 		}
 	case SortByAge:
