@@ -61,8 +61,8 @@ func seedShared(t *testing.T, c *redis.Client) {
 // TestCLISharedPrimitives: ls marks each shared primitive's kind in FORMAT and says who holds
 // it in HOLDER (readers, the writer, permits used of the limit, a Redisson semaphore's
 // available permits), flags no semaphore as without expiry; ls --json carries kind and shared
-// (the same lines sorted, through the compact records, as streamed); show lists holders with
-// their own TTLs and the queued waiters.
+// (TestLockRecordsRenderAsTheLock: sorted, through the compact records, too); show lists
+// holders with their own TTLs and the queued waiters.
 func TestCLISharedPrimitives(t *testing.T) {
 	s := redistest.Start(t)
 	seedShared(t, s.Client())
