@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,6 +31,39 @@ func BenchmarkCensus(b *testing.B) {
 	for b.Loop() {
 		census, err := s.Census(context.Background())
 		if err != nil || len(census.Locks) != 10_000 {
+			b.Fatalf("census: %d locks, %v", len(census.Locks), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/lock")
+}
+
+// BenchmarkCensusLeaseSets: a census of 10,000 lockscope read-write locks of 3 readers each
+// (lease sets: TYPE, then ZRANGE, the limit and the wait queue per set), to set against
+// BenchmarkCensus's 10,000 string locks.
+func BenchmarkCensusLeaseSets(b *testing.B) {
+	srv := redistest.Start(b)
+	c := srv.Client()
+	ctx := context.Background()
+	now := time.Now()
+	for start := 0; start < 10_000; start += 1000 {
+		pipe := c.Pipeline()
+		for i := start; i < start+1000; i++ {
+			key := fmt.Sprintf("lock:b:%07d", i)
+			for j := range 3 {
+				pipe.ZAdd(ctx, key, redisZ(float64(now.Add(time.Hour).UnixMilli()),
+					leaseMember(protocol.ModeRead, fmt.Sprintf("%s:%d", opID, j), "node", fmt.Sprintf("%016x", 4*i+j), now)))
+			}
+			pipe.PExpire(ctx, key, time.Hour)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := New(standalone(c, srv.Addr), Options{})
+	b.ResetTimer()
+	for b.Loop() {
+		census, err := s.Census(ctx)
+		if err != nil || len(census.Locks) != 10_000 || census.Locks[0].Kind() != KindRWLock {
 			b.Fatalf("census: %d locks, %v", len(census.Locks), err)
 		}
 	}

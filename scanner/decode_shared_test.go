@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/locklib"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
@@ -327,5 +328,73 @@ func TestFollowHearsSharedCompanions(t *testing.T) {
 			l, ok := lockIn(u, "lock:f:rw")
 			return ok && l.Kind() == KindRWLock && len(l.Shared.Holders) == 1 && l.Shared.Holders[0].TTL > 30*time.Second
 		})
+	}
+}
+
+// TestLocklibSharedPrimitivesDecoded: what locklib itself writes decodes as docs/value-format.md
+// says: two readers of a read-write lock with a writer queued behind them, a re-entrant
+// writer's two levels, and a semaphore of 3 with 2 permits out, each holder's ID the rand of
+// the value locklib holds.
+func TestLocklibSharedPrimitivesDecoded(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	api1, api2 := locklib.New(c, locklib.WithNode("api-1")), locklib.New(c, locklib.WithNode("api-2"))
+	// Closed last (cleanups run in reverse): the queued writer gone, its clean-up done.
+	t.Cleanup(func() { _ = api1.Close(); _ = api2.Close() })
+	r1, err := api1.ObtainRead(ctx, "lock:e2e:doc", time.Minute, locklib.WithTrace("t1"))
+	must(t, err)
+	r2, err := api2.ObtainRead(ctx, "lock:e2e:doc", 30*time.Second)
+	must(t, err)
+	waitCtx, stop := context.WithCancel(ctx)
+	queued := make(chan struct{})
+	go func() { // queued behind the readers until the test ends
+		defer close(queued)
+		_, _ = api2.ObtainWrite(waitCtx, "lock:e2e:doc", time.Minute)
+	}()
+	t.Cleanup(func() { stop(); <-queued })
+
+	owner := locklib.Reentrant("editor")
+	w1, err := api1.ObtainWrite(ctx, "lock:e2e:edit", time.Minute, owner)
+	must(t, err)
+	_, err = api1.ObtainWrite(ctx, "lock:e2e:edit", time.Minute, owner)
+	must(t, err)
+
+	pool := api1.Semaphore("lock:e2e:pool", 3)
+	p1, err := pool.Acquire(ctx, time.Minute)
+	must(t, err)
+	p2, err := pool.Acquire(ctx, 20*time.Second)
+	must(t, err)
+
+	s := New(target, Options{})
+	var doc Lock
+	deadline := time.Now().Add(5 * time.Second)
+	for doc.Shared == nil || len(doc.Shared.Waiters) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no queued writer on lock:e2e:doc: %+v", doc.Shared)
+		}
+		doc, err = s.Get(ctx, "lock:e2e:doc")
+		must(t, err)
+	}
+	randOf := func(l *locklib.Lock) string {
+		v, err := protocol.ParseValue(l.Value())
+		must(t, err)
+		return v.Rand
+	}
+	sh := doc.Shared
+	h1, h2 := holderByID(sh, randOf(r1), protocol.ModeRead), holderByID(sh, randOf(r2), protocol.ModeRead)
+	if sh.Kind != KindRWLock || sh.Mode != protocol.ModeRead || sh.InUse != 2 || h1.Node != "api-1" || h1.Trace != "t1" || h2.Node != "api-2" ||
+		h1.TTL <= 30*time.Second || h2.TTL > 30*time.Second || sh.Waiters[0].Mode != protocol.ModeWrite {
+		t.Errorf("lock:e2e:doc: %+v", *sh)
+	}
+	edit, err := s.Get(ctx, "lock:e2e:edit")
+	must(t, err)
+	if w := holderByID(edit.Shared, randOf(w1), protocol.ModeWrite); edit.Shared.Mode != protocol.ModeWrite || w.Count != 2 || edit.Reentry != 2 || edit.Node != "api-1" {
+		t.Errorf("lock:e2e:edit: reentry %d, %+v", edit.Reentry, edit.Shared)
+	}
+	sem, err := s.Get(ctx, "lock:e2e:pool")
+	must(t, err)
+	if sh := sem.Shared; sem.Kind() != KindSemaphore || sh.Limit != 3 || sh.InUse != 2 || sh.Available != 1 ||
+		holderByID(sh, randOf(p1), protocol.ModePermit).Count != 1 || holderByID(sh, randOf(p2), protocol.ModePermit).TTL > 20*time.Second {
+		t.Errorf("lock:e2e:pool: %+v", sem.Shared)
 	}
 }
