@@ -6,15 +6,10 @@
 -- it wrote, so it is compared without its timestamp: sameHolder).
 local n = #KEYS / 6
 local op, value = ARGV[1], ARGV[2]
-local kinds = {}
 for i = 1, n do
   local b = (i - 1) * 6
-  for _, kv in ipairs({{b + 1, 'string'}, {b + 3, 'zset'}, {b + 4, 'zset'}, {b + 6, 'zset'}}) do
-    table.insert(kinds, KEYS[kv[1]])
-    table.insert(kinds, kv[2])
-  end
+  checkTypes(KEYS[b + 1], 'string', KEYS[b + 3], 'zset', KEYS[b + 4], 'zset', KEYS[b + 6], 'zset')
 end
-checkTypes(unpack(kinds))
 local ms = nowMs()
 for i = 1, n do
   local b = (i - 1) * 6

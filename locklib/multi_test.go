@@ -76,6 +76,39 @@ func TestMultiAllOrNone(t *testing.T) {
 	}
 }
 
+// A set of thousands of keys works in every script: taken, refused on an overlapping
+// holder and cleaned up after, released.
+func TestMultiManyKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 20*time.Second)
+	keys := make([]string, 3000)
+	for i := range keys {
+		keys[i] = "lock:multi-many:" + strconv.Itoa(i)
+	}
+	l, err := c.ObtainMulti(ctx, keys[:2000], 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(ctx, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.ObtainMulti(short, keys[1000:], 10*time.Second); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("an overlapping set of 2000: %v, want ErrNotObtained", err)
+	}
+	redistest.Eventually(t, "the clean-up recorded the operation as ended on its last key", func() bool {
+		return rdb.ZCard(ctx, protocol.EndedKey(keys[len(keys)-1])).Val() == 1
+	})
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, keys...).Val(); n != 0 {
+		t.Fatalf("%d keys still exist", n)
+	}
+}
+
 // The token is above every key's last one, however far apart the counters are, and each
 // key's next token is above it.
 func TestMultiTokenAboveEveryKey(t *testing.T) {
