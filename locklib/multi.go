@@ -68,13 +68,15 @@ func checkKeySet(name string, keys []string) error {
 	if len(keys) == 0 {
 		return fmt.Errorf("%w: %s: no keys", ErrInvalid, name)
 	}
-	for i, key := range keys {
+	seen := make(map[string]struct{}, len(keys))
+	for _, key := range keys {
 		if key == "" {
 			return fmt.Errorf("%w: %s: empty key", ErrInvalid, name)
 		}
-		if slices.Contains(keys[:i], key) {
+		if _, twice := seen[key]; twice {
 			return fmt.Errorf("%w: %s: key %q is named twice", ErrInvalid, name, key)
 		}
+		seen[key] = struct{}{}
 	}
 	return nil
 }
@@ -119,11 +121,15 @@ func multiKeys(set []string) []any {
 	return keys
 }
 
-// setName names the keys of a multi-key lock in a message.
+// setName names the keys of a multi-key lock in a message: the first few, and how many more.
 func setName(set []string) string {
-	quoted := make([]string, len(set))
-	for i, key := range set {
-		quoted[i] = strconv.Quote(key)
+	const named = 3
+	var quoted []string
+	for _, key := range set[:min(len(set), named)] {
+		quoted = append(quoted, strconv.Quote(key))
+	}
+	if len(set) > named {
+		quoted = append(quoted, fmt.Sprintf("%d more", len(set)-named))
 	}
 	return "multi-key lock on " + strings.Join(quoted, ", ")
 }
