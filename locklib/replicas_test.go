@@ -49,6 +49,7 @@ func TestWithReplicas(t *testing.T) {
 	if err := m.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	checkRWReplicated(t, c, rdb, replicas, false)
 
 	replicas[0].Pause() // one of the two replicas stops acknowledging
 	defer replicas[0].Resume()
@@ -86,6 +87,7 @@ func TestWithReplicas(t *testing.T) {
 	for _, key := range set {
 		waitGone(t, rdb, key, 2*time.Second)
 	}
+	checkRWReplicated(t, c, rdb, replicas, true)
 	replicas[0].Resume()
 	l2 := mustObtain(t, c, ctx, "lock:rep:after", time.Second)
 	if err := l2.Release(ctx); err != nil {

@@ -557,3 +557,36 @@ func TestRWReleaseAdmitsQueuedReadersTogether(t *testing.T) {
 	}
 	mustRelease(t, held...)
 }
+
+// checkRWReplicated is TestWithReplicas for a read-write lock: with the replicas answering,
+// a read and a write lease are on them when the Obtains return and renew with their
+// confirmation; with one frozen, TryObtainWrite is refused (ErrNotObtained, ErrNotReplicated)
+// and keeps nothing.
+func checkRWReplicated(t *testing.T, c *Client, rdb *redis.Client, replicas []*redistest.Server, frozen bool) {
+	t.Helper()
+	ctx := testCtx(t, 10*time.Second)
+	const key = "lock:rep:rw"
+	if frozen {
+		var re *ReplicationError
+		if _, err := c.TryObtainWrite(ctx, key, 5*time.Second); !errors.Is(err, ErrNotObtained) || !errors.As(err, &re) || re.Acked != 1 {
+			t.Fatalf("TryObtainWrite with a replica frozen: %v, want ErrNotObtained and ErrNotReplicated, 1 acked", err)
+		}
+		waitGone(t, rdb, key, 2*time.Second)
+		return
+	}
+	for _, obtain := range []func(context.Context, string, time.Duration, ...LockOption) (*Lock, error){c.ObtainRead, c.ObtainWrite} {
+		l, err := obtain(ctx, key, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range replicas {
+			if _, err := n.Client().ZScore(ctx, key, l.Value()).Result(); err != nil {
+				t.Fatalf("replica %s right after the Obtain: member %q: %v", n.Addr, l.Value(), err)
+			}
+		}
+		if err := l.Refresh(ctx, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		mustRelease(t, l)
+	}
+}
