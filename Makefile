@@ -81,7 +81,7 @@ fuzz:
 SOAK ?= 10m
 FAILOVER_ROUNDS ?= 10
 soak: deps
-	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock|Semaphore)?$$' -count=1 -timeout 0 ./locklib/
+	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock|Semaphore|RW)?$$' -count=1 -timeout 0 ./locklib/
 	GUARANTEES_MATRIX=full GUARANTEES_MATRIX_OUT=matrix.md $(GO) test -race -run '^TestGuaranteesMatrix$$' -count=1 -timeout 0 -v ./internal/contend/
 	DEMO_FAILOVER_REPLICA=2m $(GO) test -race -run '^TestFailoverReplica$$' -count=1 -timeout 0 -v ./demo/
 	LOCKLIB_FAILOVER=$(FAILOVER_ROUNDS) $(GO) test -race -run '^TestFailoverLossRate$$' -count=1 -timeout 0 -v ./locklib/

@@ -15,8 +15,9 @@ import (
 )
 
 // TestHistoryRW runs a random read-write lock workload (readers, writers, TryObtains,
-// re-entrant downgrades, watchdogs, refreshes, cancelled contexts) from several Clients on
-// one redis-server while the connections lose and hold replies and lose requests, and
+// re-entrant downgrades, watchdogs, refreshes, contexts that end) from several Clients on
+// one redis-server while the connections lose and hold replies and lose requests and the
+// server stalls, and
 // checks the history with porcupine (rwModel): no write lease overlaps any other owner's
 // lease, reads only overlap reads, write tokens increase, and reads report the last write's.
 // Then every key must be gone (no lease leaked). LOCKLIB_HISTORY and LOCKLIB_HISTORY_SEED
@@ -36,6 +37,17 @@ func TestHistoryRW(t *testing.T) {
 		clients = append(clients, c)
 	}
 	var wg sync.WaitGroup
+	stalls := 0
+	wg.Go(func() { // server stalls (SIGSTOP) now and then: leases run out, renewals fail
+		frng := rand.New(rand.NewPCG(seed, 3))
+		for h.now() < dur-time.Second {
+			time.Sleep(randDur(frng, 500*time.Millisecond, 1500*time.Millisecond))
+			srv.Pause()
+			time.Sleep(randDur(frng, 50*time.Millisecond, 400*time.Millisecond))
+			srv.Resume()
+			stalls++
+		}
+	})
 	for i := range 8 {
 		w := &rwWorker{h: h, id: i, c: clients[i%len(clients)], owner: fmt.Sprintf("w%d", i),
 			rng: rand.New(rand.NewPCG(rng.Uint64(), uint64(i))), keys: keys}
@@ -45,6 +57,7 @@ func TestHistoryRW(t *testing.T) {
 	for _, c := range clients {
 		_ = c.Close()
 	}
+	t.Logf("%d server stalls of 50-400ms", stalls)
 	h.check(t, seed, faults.Stats())
 	for _, key := range keys {
 		deadline := time.Now().Add(historyLeakBound)

@@ -590,3 +590,26 @@ func checkRWReplicated(t *testing.T, c *Client, rdb *redis.Client, replicas []*r
 		mustRelease(t, l)
 	}
 }
+
+// A key is one kind of lock: a read-write lock on a plain lock's key, or the other way
+// round, fails with ErrBackend and changes nothing.
+func TestRWOnALockKeyFails(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	l := mustObtain(t, c, ctx, "lock:kinds:plain", 10*time.Second)
+	if _, err := c.TryObtainRead(ctx, "lock:kinds:plain", time.Second); !errors.Is(err, ErrBackend) {
+		t.Fatalf("TryObtainRead on a plain lock's key: %v, want ErrBackend", err)
+	}
+	r := mustObtainMode(t, c.ObtainRead, ctx, "lock:kinds:rw")
+	if _, err := c.TryObtain(ctx, "lock:kinds:rw", time.Second); !errors.Is(err, ErrBackend) {
+		t.Fatalf("TryObtain on a read-write lock's key: %v, want ErrBackend", err)
+	}
+	if v := rdb.Get(ctx, "lock:kinds:plain").Val(); v != l.Value() {
+		t.Fatalf("the plain lock holds %q, want %q", v, l.Value())
+	}
+	if got := rwMembers(t, rdb, "lock:kinds:rw"); len(got[protocol.ModeRead]) != 1 {
+		t.Fatalf("members %v, want the one reader", got)
+	}
+	mustRelease(t, l, r)
+}
