@@ -27,8 +27,7 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 		return false
 	}
 	sh := &Shared{Truncated: cut}
-	earliest := make([]time.Time, 0, 4) // each holder's earliest acquisition, by holder index
-	live := map[protocol.Mode]bool{}
+	var liveRead, liveWrite bool
 	for _, z := range members {
 		text, ok := z.Member.(string)
 		if !ok {
@@ -51,7 +50,6 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 		i := slices.IndexFunc(sh.Holders, func(h SharedHolder) bool { return h.ID == m.Value.Rand && h.Mode == m.Mode })
 		if i < 0 {
 			sh.Holders = append(sh.Holders, SharedHolder{ID: m.Value.Rand, Mode: m.Mode, Expired: true})
-			earliest = append(earliest, time.Time{})
 			i = len(sh.Holders) - 1
 		}
 		h := &sh.Holders[i]
@@ -63,11 +61,10 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 			sh.InUse++
 			h.Expired = false
 			h.TTL = max(h.TTL, ttl)
-			live[m.Mode] = true
+			liveRead, liveWrite = liveRead || m.Mode == protocol.ModeRead, liveWrite || m.Mode == protocol.ModeWrite
 		}
 		// The holder is named by its earliest level: the Obtain that took it first.
-		if earliest[i].IsZero() || m.Value.AcquiredAt.Before(earliest[i]) {
-			earliest[i] = m.Value.AcquiredAt
+		if h.Count == 1 || m.Value.AcquiredAt.Before(h.AcquiredAt) {
 			h.Node, h.Trace, h.AcquiredAt = m.Value.Node, m.Value.Trace, m.Value.AcquiredAt
 		}
 	}
@@ -78,9 +75,9 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 			sh.Limit, sh.HasLimit = n, true
 			sh.Available, sh.HasAvailable = max(n-sh.InUse, 0), !sh.Truncated
 		}
-	case live[protocol.ModeWrite]:
+	case liveWrite:
 		sh.Mode = protocol.ModeWrite
-	case live[protocol.ModeRead]:
+	case liveRead:
 		sh.Mode = protocol.ModeRead
 	}
 	for _, e := range queue {
