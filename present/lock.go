@@ -68,7 +68,12 @@ func Acquired(l *scanner.Lock, now time.Time) string {
 func TTL(l *scanner.Lock, now time.Time) string {
 	switch left := l.RemainingAt(now); {
 	case l.NoExpiry && l.IsSemaphore():
-		return Unknown // no TTL by design: its permits go, not the key (SemaphoreNoTTL)
+		// No TTL by design: its permits go, not the key (SemaphoreNoTTL). Those with a lease
+		// (a RPermitExpirableSemaphore's) say when the last comes back.
+		if last := lastLease(l, now); last > 0 {
+			return Duration(last)
+		}
+		return Unknown
 	case l.NoExpiry:
 		return Never
 	case left <= 0:
@@ -76,6 +81,18 @@ func TTL(l *scanner.Lock, now time.Time) string {
 	default:
 		return Duration(left)
 	}
+}
+
+// lastLease is the time left at now to the live lease of l's holders that ends last (0 when
+// none has one).
+func lastLease(l *scanner.Lock, now time.Time) time.Duration {
+	var last time.Duration
+	for _, h := range l.Shared.Holders {
+		if !h.Expired && !h.NoExpiry {
+			last = max(last, l.FetchedAt.Add(h.TTL).Sub(now))
+		}
+	}
+	return last
 }
 
 // InstanceTTL is one server's TTL of a key as read (Redlock and show's instance lines).

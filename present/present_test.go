@@ -67,6 +67,11 @@ func TestAgeTTLAndFlags(t *testing.T) {
 	if NeverFrees(&sem) || FlagsText(&sem, t0, time.Minute) != "" || TTL(&sem, t0) != Unknown {
 		t.Errorf("a semaphore without TTL flagged: %q, TTL %q", FlagsText(&sem, t0, time.Minute), TTL(&sem, t0))
 	}
+	psem := scanner.Lock{Key: "p", NoExpiry: true, FetchedAt: t0, Shared: &scanner.Shared{Kind: scanner.KindPermitSemaphore,
+		Holders: []scanner.SharedHolder{{TTL: time.Minute}, {TTL: time.Hour, Expired: true}, {NoExpiry: true}, {TTL: 90 * time.Second}}}}
+	if got := TTL(&psem, t0.Add(30*time.Second)); got != "1m00s" {
+		t.Errorf("permit-expirable semaphore's TTL %q, want its last live permit's", got)
+	}
 	rows := []*scanner.Lock{&sem, &old, &forever}
 	SortLocks(rows, SortByTTL, false)
 	if byTTL := keys(rows); strings.Join(byTTL, ",") != "b,a,s" {
