@@ -22,7 +22,7 @@ prune(queue, presence, now)
 local free = nil
 local permits = redis.call('GET', limit)
 if permits then
-  free = (tonumber(permits) or 1) - redis.call('ZCARD', key)
+  free = (permitLimit(permits) or 1) - redis.call('ZCARD', key)
 end
 wakeLeaseWaiters(key, queue, presence, free)
 return 0

@@ -39,7 +39,7 @@ if waiters > 0 then
   waiters = prune(queue, presence, now)
   local free = nil
   if permits then
-    free = (tonumber(permits) or 1) - redis.call('ZCARD', key)
+    free = (permitLimit(permits) or 1) - redis.call('ZCARD', key)
   end
   wakeLeaseWaiters(key, queue, presence, free)
 end

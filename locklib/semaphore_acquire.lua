@@ -57,10 +57,15 @@ if mine and deadline > now then
   return {1, mine, nextToken(fence, fenceTTL, last, us), redis.call('ZCARD', queue), deadline - now, -1}
 end
 
-local limit = tonumber(limitText)
-if not limit then
+local limit = permitLimit(limitText)
+if not limitText then
   limit = tonumber(default)
   redis.call('SET', limitKey, default) -- the first Acquire writes it; Resize changes it
+elseif not limit then
+  -- Not ours to guess, nor to overwrite (that would hide it): nothing is granted until a
+  -- Resize writes a count again.
+  error(redis.error_reply('ERR locklib: ' .. limitKey .. ' holds ' .. cjson.encode(limitText) ..
+    ', not a count of at least 1 (Semaphore.Resize sets it)'))
 end
 pruneLeases(key, now)
 local free = limit - redis.call('ZCARD', key)

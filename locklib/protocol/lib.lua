@@ -410,6 +410,17 @@ local function entryMode(entry)
   return string.match(entry, '^[^|]*|%d+|([rwp])|')
 end
 
+-- permitLimit reads a lease semaphore's limit key (its text, or false when absent): a count
+-- of at least 1 in decimal digits, as Resize and the first Acquire write it, or nil for
+-- anything else. tonumber alone would take "2.5" (a third permit while two are out leaves
+-- 0.5 free), "inf" (no limit at all), "0x2" or " 2".
+local function permitLimit(text)
+  if text and string.match(text, '^[1-9]%d*$') and #text <= 19 then
+    return tonumber(text)
+  end
+  return nil
+end
+
 -- WAKE_RUN bounds how many waiters one change of a lease set wakes at once.
 local WAKE_RUN = 64
 
