@@ -9,6 +9,8 @@ import (
 
 	"github.com/lockscope/lockscope/internal/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockscope/lockscope/locklib/protocol"
 )
 
 // newTestClient starts nothing: it returns a Client on srv, closed when the test ends.
@@ -98,5 +100,32 @@ func waitLost(t *testing.T, l *Lock, within time.Duration, what string, reasons 
 		if !errors.Is(l.Err(), r) {
 			t.Fatalf("Err() = %v, want it to wrap %v", l.Err(), r)
 		}
+	}
+}
+
+// leaseDeadline is the deadline of l's lease (its member's score: unix ms on the server's
+// clock).
+func leaseDeadline(t *testing.T, rdb *redis.Client, l *Lock) int64 {
+	t.Helper()
+	score, err := rdb.ZScore(context.Background(), l.h.key, l.h.match).Result()
+	if err != nil {
+		t.Fatalf("the lease %q: %v", l.h.match, err)
+	}
+	return int64(score)
+}
+
+// grantedAtExpiry checks, on the server's clock alone (a loaded machine delays the test's
+// goroutines, not the server's stamps), that lease l was granted once the lease it waited
+// for had expired at deadline (unix ms), never before, and within 800 ms after (a waiter
+// that slept until a later lease's deadline fails it).
+func grantedAtExpiry(t *testing.T, l *Lock, deadline int64) {
+	t.Helper()
+	m, ok := protocol.ParseLeaseMember(l.h.match)
+	if !ok {
+		t.Fatalf("lease member %q", l.h.match)
+	}
+	late := m.Value.AcquiredAt.UnixMilli() - deadline
+	if late < 0 || late > 800 {
+		t.Fatalf("granted %d ms after the deadline of the lease it waited for (want 0 to 800)", late)
 	}
 }
