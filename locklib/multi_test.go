@@ -594,4 +594,31 @@ func checkCrossSlot(t *testing.T, cluster *redistest.Cluster, c *Client) {
 			t.Fatalf("%s exists after its lock was released or refused", key)
 		}
 	}
+	// protocol.Slot against the server's own CLUSTER KEYSLOT for random keys made mostly of
+	// braces ("{}", "{{a}", "a}{b}", unclosed, empty) and bytes of every value.
+	r := rand.New(rand.NewPCG(17, 2))
+	keys := make([]string, 3000)
+	for i := range keys {
+		b := make([]byte, r.IntN(10))
+		for j := range b {
+			b[j] = "{}{}ab"[r.IntN(6)]
+			if r.IntN(4) == 0 {
+				b[j] = byte(r.IntN(256))
+			}
+		}
+		keys[i] = string(b)
+	}
+	pipe := rdb.Pipeline()
+	slots := make([]*redis.IntCmd, len(keys))
+	for i, key := range keys {
+		slots[i] = pipe.ClusterKeySlot(ctx, key)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, key := range keys {
+		if got := protocol.Slot(key); int64(got) != slots[i].Val() {
+			t.Fatalf("%q: the cluster says slot %d, protocol.Slot %d", key, slots[i].Val(), got)
+		}
+	}
 }
