@@ -32,6 +32,7 @@ local acquiredEvent, waitingEvent = ARGV[10], ARGV[11]
 if ended(done, op) then
   return {-2, '', '0', 0, 0, -1}
 end
+leaseKind(key, 'rw')
 local us, ms = clock()
 local now = tonumber(ms)
 local live, _, expired = leaseScan(key, now)

@@ -40,6 +40,7 @@ end
 if ended(done, op) then
   return {-2, '', '0', 0, 0, -1}
 end
+leaseKind(key, 'p')
 local limitText = redis.call('GET', limitKey)
 local mine, deadline = leaseOf(key, op)
 local waiters = redis.call('ZCARD', queue)

@@ -337,6 +337,20 @@ local function leaseParts(member)
   return string.match(member, '^([rwp])|([^|]+)|(.*)$')
 end
 
+-- leaseKind fails the script, before it wrote anything, when lease set key holds leases of
+-- another kind than modes ('rw': a read-write lock's levels, 'p': a semaphore's permits), as
+-- WRONGTYPE does between a lock and a lease set: both kinds are sorted sets, and neither
+-- would see the other's members as what they are (a permit granted beside a writer, a reader
+-- beside permits). A set holds one kind, so its first member tells.
+local function leaseKind(key, modes)
+  local first = redis.call('ZRANGE', key, 0, 0)[1]
+  local mode = first and leaseParts(first)
+  if mode and not string.find(modes, mode, 1, true) then
+    local kinds = {r = 'a read-write lock', w = 'a read-write lock', p = 'a semaphore'}
+    error(redis.error_reply('WRONGTYPE locklib: ' .. key .. ' is ' .. kinds[mode] .. ', not ' .. kinds[string.sub(modes, 1, 1)]))
+  end
+end
+
 -- leaseOwner is the owner of a lease member: its value's rand (a re-entrant owner's is the
 -- same in all its members, any other is random per operation).
 local function leaseOwner(member)

@@ -3,6 +3,8 @@ package locklib
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +52,39 @@ func TestSemaphoreLimitKeyNotACount(t *testing.T) {
 		}
 		mustRelease(t, mustAcquire(t, sem, ctx, time.Second))
 	}
+}
+
+// A read-write lock and a semaphore are both sorted sets, so Redis' WRONGTYPE does not keep
+// them apart: two programs that picked one key for both must get an error, not a permit
+// beside a writer (a permit script counts levels as permits) or a reader beside permits.
+func TestLeaseKindsRefuseEachOther(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	const rw, sem = "lock:kinds:rw", "lock:kinds:sem"
+	w, err := c.TryObtainWrite(ctx, rw, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Semaphore(sem, 5).TryAcquire(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]string{rw: rdb.ZRange(ctx, rw, 0, -1).Val(), sem: rdb.ZRange(ctx, sem, 0, -1).Val()}
+	for name, try := range map[string]func() (*Lock, error){
+		"a permit beside a writer": func() (*Lock, error) { return c.Semaphore(rw, 5).TryAcquire(ctx, time.Second) },
+		"a reader beside permits":  func() (*Lock, error) { return c.TryObtainRead(ctx, sem, time.Second) },
+		"a writer beside permits":  func() (*Lock, error) { return c.TryObtainWrite(ctx, sem, time.Second) },
+	} {
+		if l, err := try(); l != nil || !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("%s: %v, %v; want ErrBackend (WRONGTYPE)", name, l != nil, err)
+		}
+	}
+	for key, members := range before {
+		if got := rdb.ZRange(ctx, key, 0, -1).Val(); !slices.Equal(got, members) {
+			t.Errorf("%s: members %v, want %v", key, got, members)
+		}
+	}
+	mustRelease(t, w)
+	mustRelease(t, p)
 }
