@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,8 +130,11 @@ func TestRWWriterNotStarvedByReaders(t *testing.T) {
 	var wg sync.WaitGroup
 	var reads atomic.Int32
 	var writing atomic.Bool
-	for range 4 {
+	for i := range 4 {
 		wg.Go(func() {
+			// Staggered by a quarter of a hold each: three readers or more hold at every
+			// instant, so without FIFO the writer would never find the lock free.
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
 			for {
 				select {
 				case <-stop:
@@ -146,7 +150,7 @@ func TestRWWriterNotStarvedByReaders(t *testing.T) {
 					t.Error("a reader got in while the writer held the lock")
 				}
 				reads.Add(1)
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(40 * time.Millisecond)
 				mustRelease(t, r)
 			}
 		})
@@ -176,7 +180,7 @@ func TestRWWriterNotStarvedByReaders(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if waited > time.Second {
-		t.Errorf("the writer waited %v for readers that hold 20ms each", waited)
+		t.Errorf("the writer waited %v for readers that hold 40ms each", waited)
 	}
 	t.Logf("writer waited %v behind the readers already in", waited)
 	if n := rdb.Exists(ctx, key).Val(); n != 0 {
@@ -505,8 +509,9 @@ func TestRWFailedScriptWritesNothing(t *testing.T) {
 	checkWrongTypeCompanions(t, "lock:rw:wrong-type:", companions, paths)
 }
 
-// A writer's release admits every reader queued behind it at once: each is woken (no poll:
-// the back-off here is seconds), and they hold together.
+// A writer's release admits every reader queued behind it at once: the release wakes each
+// (no poll: the back-off here is seconds; no chain of wake-ups either), and they hold
+// together.
 func TestRWReleaseAdmitsQueuedReadersTogether(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
@@ -532,8 +537,37 @@ func TestRWReleaseAdmitsQueuedReadersTogether(t *testing.T) {
 			return err == nil && n[protocol.WakeChannelPrefix+r.id] == 1
 		})
 	}
+	// The server's messages in the order it published them, on one connection: the
+	// release script publishes its wake-ups, then its released event.
+	sub := rdb.PSubscribe(ctx, protocol.WakeChannelPrefix+"*")
+	defer sub.Close()
+	if err := sub.Subscribe(ctx, protocol.EventsChannel); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := sub.Receive(ctx); err != nil { // both subscriptions confirmed
+			t.Fatal(err)
+		}
+	}
 	begin := time.Now()
 	mustRelease(t, w)
+	woken := 0
+	for {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.Channel == protocol.EventsChannel {
+			if strings.Contains(msg.Payload, `"type":"released"`) {
+				break
+			}
+			continue
+		}
+		woken++
+	}
+	if woken != readers {
+		t.Fatalf("the release woke %d of the %d queued readers, want all at once", woken, readers)
+	}
 	var held []*Lock
 	for range readers {
 		l := <-got
