@@ -382,6 +382,22 @@ func TestRWLateAcquireTakesNothing(t *testing.T) {
 		}
 		mustRelease(t, w)
 	}
+	// The ended set alone (without the clean-up that a late "taken" answer triggers): a
+	// copy of an acquire that runs after its operation left takes nothing.
+	s := c.store.(*singleStore)
+	for _, k := range []kind{kindRead, kindWrite} {
+		req := acquireRequest{kind: k, key: key, value: c.newValue(key, lockConfig{}), ttl: 20 * time.Second,
+			op: c.nextOpID(), start: time.Now()}
+		if err := s.leaveLease(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := s.acquire(context.Background(), req); err == nil || res.acquired {
+			t.Fatalf("a %v acquire of an ended operation: %+v, %v; want it refused", k.mode(), res, err)
+		}
+		if got := rwMembers(t, rdb, key); len(got) != 0 {
+			t.Fatalf("an acquire of an ended operation took %v", got)
+		}
+	}
 }
 
 // Events of a read-write lock carry the mode, and their value is the member.
