@@ -75,7 +75,8 @@ fuzz:
 # Then every deployment × fault cell of docs/guarantees.md's table (internal/contend; `make
 # test` runs three), written to internal/contend/matrix.md (about 5 minutes).
 # Then the demo's failover-replica scenario for 2 minutes (about ten failovers; `make test`
-# runs it for 10 s, one). Then locklib's lock-loss rate over FAILOVER_ROUNDS rounds of three
+# runs it for 10 s, one), and its rw-pool scenario for 2 minutes on miniredis and on
+# redis-server (`make test`: 7 s each). Then locklib's lock-loss rate over FAILOVER_ROUNDS rounds of three
 # forced failovers each (locklib/failover_loss_test.go; `make test` runs one round; about
 # 20 s a round): docs/locklib.md, "Sentinel, replicas and WAIT", has the figures.
 SOAK ?= 10m
@@ -84,6 +85,7 @@ soak: deps
 	LOCKLIB_HISTORY=$(SOAK) $(GO) test -race -run '^TestHistory(Redlock|Semaphore|RW)?$$' -count=1 -timeout 0 ./locklib/
 	GUARANTEES_MATRIX=full GUARANTEES_MATRIX_OUT=matrix.md $(GO) test -race -run '^TestGuaranteesMatrix$$' -count=1 -timeout 0 -v ./internal/contend/
 	DEMO_FAILOVER_REPLICA=2m $(GO) test -race -run '^TestFailoverReplica$$' -count=1 -timeout 0 -v ./demo/
+	DEMO_RW_POOL=2m $(GO) test -race -run '^TestRWPool(RealRedis)?$$' -count=1 -timeout 0 -v ./demo/
 	LOCKLIB_FAILOVER=$(FAILOVER_ROUNDS) $(GO) test -race -run '^TestFailoverLossRate$$' -count=1 -timeout 0 -v ./locklib/
 
 # Benchmarks are not part of `make test`; docs/benchmarks.md has the commands and results.

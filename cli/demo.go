@@ -32,6 +32,7 @@ type demoOptions struct {
 	Lock      string
 	Workers   int
 	Resources int
+	Permits   int
 	Redlock   int
 	TTL       time.Duration
 	Duration  time.Duration
@@ -51,7 +52,9 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 			"protected resource refuses, (Redlock) an instance lost and restarted empty, and (failover-replica,\n" +
 			"its own redis-server master, replica and sentinel) a master killed before its replica copied the\n" +
 			"locks. A checker records every write and counts overlaps: two critical sections interleaving on one\n" +
-			"resource.\n\n" +
+			"resource. --scenario rw-pool has workers read and write a document under a read-write lock and use\n" +
+			"a pool of --permits slots under a lease semaphore, while holders crash and freeze: the checker proves\n" +
+			"no writer acted beside another holder and no more than --permits used the pool at once.\n\n" +
 			"--lock naive runs the same workers on the textbook lock (SETNX then EXPIRE, DEL without an owner\n" +
 			"check, no fencing token) under lock:naive:* keys, to show the checker catching it; --compare runs\n" +
 			"both at once, side by side.\n\n" +
@@ -72,7 +75,8 @@ func newDemoCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 	fl.StringVar(&opts.Scenario, "scenario", string(demo.Mixed), "faults to provoke: "+strings.Join(names, ", "))
 	fl.StringVar(&opts.Lock, "lock", string(demo.LockLib), "the workers' lock: locklib, or naive (the textbook mistakes: SETNX then EXPIRE, DEL without an owner check, no fencing token)")
 	fl.IntVar(&opts.Workers, "workers", demo.DefaultWorkers, "contending workers")
-	fl.IntVar(&opts.Resources, "resources", demo.DefaultResources, "protected resources (lock keys lock:demo:<name>)")
+	fl.IntVar(&opts.Resources, "resources", demo.DefaultResources, "protected resources (lock keys lock:demo:<name>; rw-pool has its two)")
+	fl.IntVar(&opts.Permits, "permits", demo.DefaultPermits, "rw-pool: the pool's semaphore's permits")
 	fl.IntVar(&opts.Redlock, "redlock", 0, "Redlock over N instances: N embedded servers, or the N --redis URLs given")
 	fl.DurationVar(&opts.TTL, "ttl", demo.DefaultTTL, "lock TTL; work and fault timings scale with it")
 	fl.DurationVar(&opts.Duration, "duration", 0, fmt.Sprintf("run length (default: until you quit; %v with --headless)", defaultHeadlessDuration))
@@ -97,6 +101,8 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		return withExit(exitUsage, errors.New("--compare with --lock naive: --compare runs both locks already"))
 	case opts.Compare && scenario == demo.FailoverReplica:
 		return withExit(exitUsage, errors.New("--compare with --scenario failover-replica: the two runs would each fail over the one master"))
+	case (opts.Compare || lock == demo.Naive) && scenario == demo.RWPool:
+		return withExit(exitUsage, errors.New("--scenario rw-pool with --compare or --lock naive: the naive lock has no read-write lock nor semaphore"))
 	case opts.Compare && opts.Redlock > 0:
 		return withExit(exitUsage, errors.New("--compare with --redlock: the naive lock is a single-instance lock"))
 	case lock == demo.Naive && opts.Redlock > 0:
@@ -108,8 +114,8 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	if opts.JSON && !opts.Headless {
 		return withExit(exitUsage, errors.New("--json needs --headless"))
 	}
-	if opts.Workers < 1 || opts.Resources < 1 {
-		return withExit(exitUsage, fmt.Errorf("--workers %d --resources %d: want at least 1 of each", opts.Workers, opts.Resources))
+	if opts.Workers < 1 || opts.Resources < 1 || opts.Permits < 1 {
+		return withExit(exitUsage, fmt.Errorf("--workers %d --resources %d --permits %d: want at least 1 of each", opts.Workers, opts.Resources, opts.Permits))
 	}
 	if opts.Redlock < 0 {
 		return withExit(exitUsage, fmt.Errorf("--redlock %d: want the number of instances", opts.Redlock))
@@ -134,6 +140,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		Lock:      lock,
 		Workers:   opts.Workers,
 		Resources: opts.Resources,
+		Permits:   opts.Permits,
 		TTL:       opts.TTL,
 		Duration:  duration,
 	})

@@ -41,6 +41,25 @@ func TestDemoHeadlessJSON(t *testing.T) {
 	}
 }
 
+// The rw-pool scenario headless: its counters in the JSON, the pool's size, exit 0.
+func TestDemoRWPoolJSON(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, cliOpts{}, "demo", "--scenario", "rw-pool", "--headless", "--duration", "3s", "--ttl", "1s", "--json", "--permits", "2")
+	expectExit(t, r, 0)
+	s := jsonLines(t, compactJSON(t, r.stdout))[0]
+	for _, field := range []string{"lease_violations", "leases_lost", "max_readers", "max_permits", "overlaps", "stale_accepted"} {
+		if v, ok := s[field].(float64); !ok || (field != "leases_lost" && field != "max_readers" && field != "max_permits" && v != 0) {
+			t.Errorf("field %s: %#v, want a number (0 for an unsafe figure)", field, s[field])
+		}
+	}
+	if s["scenario"] != "rw-pool" || s["permits"] != 2.0 || s["resources"] != 2.0 || s["sections"].(float64) < 1 || s["unsafe"] != false {
+		t.Errorf("summary %v", s)
+	}
+	if p, _ := s["max_permits"].(float64); p > 2 {
+		t.Errorf("max_permits %v above the 2 permits", p)
+	}
+}
+
 // With --redis the demo runs on those servers: each worker dials clients of its own with the
 // options of the connection (connect.Target.Dialer).
 func TestDemoHeadlessOnRedis(t *testing.T) {
@@ -140,6 +159,10 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 		{"demo", "--headless", "--compare", "--redlock", "3"},
 		{"demo", "--headless", "--compare", "--lock", "naive"},
 		{"demo", "--headless", "--compare", "--scenario", "failover-replica"},
+		{"demo", "--headless", "--compare", "--scenario", "rw-pool"},
+		{"demo", "--headless", "--lock", "naive", "--scenario", "rw-pool"},
+		{"demo", "--headless", "--redlock", "3", "--scenario", "rw-pool"},
+		{"demo", "--headless", "--scenario", "rw-pool", "--permits", "0"},
 	} {
 		r := runCLI(t, cliOpts{}, args...)
 		expectExit(t, r, exitUsage)

@@ -248,7 +248,7 @@ func TestCrashedHolderKeepsItsLock(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	freed := 0
 	for time.Now().Before(deadline) {
-		id := c.pickHolder()
+		id := c.pickHolder("")
 		if id == 0 {
 			time.Sleep(10 * time.Millisecond)
 			continue

@@ -36,6 +36,9 @@ func (c *Controller) RemoveKeys() error {
 }
 
 func (c *Controller) removeKeysOn(i int) error {
+	if c.leases != nil {
+		return c.removeLeasesOn(i)
+	}
 	return c.eachResource(i, func(ctx context.Context, cl redis.UniversalClient, key string) error {
 		companions := protocol.CompanionKeys(key)
 		return cleanupScript.Run(ctx, cl, append([]string{key}, companions[:]...), c.checker.lastOwner(key)).Err()

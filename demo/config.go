@@ -37,7 +37,8 @@ type Config struct {
 	Lock      Lock          // default LockLib
 	Scenario  Scenario      // default Mixed
 	Workers   int           // contending workers at start; default 8
-	Resources int           // protected resources, one lock key each; default 3
+	Resources int           // protected resources, one lock key each; default 3 (rw-pool: DocKey and PoolKey)
+	Permits   int           // rw-pool: the pool's semaphore's permits; default 3
 	TTL       time.Duration // lock TTL; default 2s. Work and fault timings scale with it
 	Duration  time.Duration // run length; 0 runs until Stop (interactive)
 	// PhaseLength is how long each phase of a mixed run lasts; default Duration split evenly
@@ -76,6 +77,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
 	}
+	if c.Permits == 0 {
+		c.Permits = DefaultPermits
+	}
 	switch {
 	case len(c.Servers.Addrs) == 0 || c.Servers.Dial == nil:
 		return c, fmt.Errorf("%w: no target", ErrBadConfig)
@@ -83,6 +87,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: --workers %d (want 1..%d)", ErrBadConfig, c.Workers, MaxWorkers)
 	case c.Resources < 1 || c.Resources > MaxResources:
 		return c, fmt.Errorf("%w: --resources %d (want 1..%d)", ErrBadConfig, c.Resources, MaxResources)
+	case c.Permits < 1 || c.Permits > MaxWorkers:
+		return c, fmt.Errorf("%w: --permits %d (want 1..%d)", ErrBadConfig, c.Permits, MaxWorkers)
 	case c.TTL < minTTL:
 		return c, fmt.Errorf("%w: --ttl %v is too short (at least %v)", ErrBadConfig, c.TTL, minTTL)
 	case c.Duration < 0:
@@ -101,6 +107,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: the failover scenario needs a Redlock target of at least %d instances "+
 			"(--redlock 3: three embedded servers, or three --redis URLs): with one server, or fewer instances, losing one leaves no quorum",
 			ErrBadConfig, failoverMinInstances)
+	}
+	if c.Scenario == RWPool && (c.Lock != LockLib || c.Servers.Redlock) {
+		return c, fmt.Errorf("%w: the rw-pool scenario takes locklib's read-write lock and lease semaphore on one deployment "+
+			"(one server, --cluster or a sentinel): not with --lock naive (it has neither) nor --redlock (locklib has them on one deployment only)", ErrBadConfig)
 	}
 	if (c.Scenario == FailoverReplica) != (c.Servers.Replication != nil) {
 		return c, fmt.Errorf("%w: the failover-replica scenario runs on, and only on, the demo's own master, replica and sentinel "+

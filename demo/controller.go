@@ -22,6 +22,7 @@ type Controller struct {
 	phases     []Scenario // the cycle of phases (one for a single scenario)
 	instances  []*gate    // per instance: cut when the failover cannot stop the server itself
 	checker    *checker
+	leases     *leaseChecker // rw-pool: the document, the pool and their judge; nil otherwise
 	started    time.Time
 
 	ctx    context.Context // ends at Stop
@@ -113,8 +114,13 @@ func Start(cfg Config) (*Controller, error) {
 		c.protection = OwnerCompare
 	}
 	c.checker = newChecker(c.protection)
-	for i := range cfg.Resources {
-		c.resources = append(c.resources, ResourceKey(cfg.Lock, i))
+	if cfg.Scenario == RWPool {
+		c.leases = newLeaseChecker(c.checker, cfg.Permits)
+		c.resources = []string{DocKey, PoolKey}
+	} else {
+		for i := range cfg.Resources {
+			c.resources = append(c.resources, ResourceKey(cfg.Lock, i))
+		}
 	}
 	for _, addr := range cfg.Servers.Addrs {
 		c.instances = append(c.instances, newGate(fmt.Errorf("demo: instance %s is cut off (failover)", addr)))
@@ -321,7 +327,7 @@ func (c *Controller) restart(w *worker) {
 		c.logEventLocked("%s could not restart: %v", w.name, err)
 		return
 	}
-	w.set(func(w *worker) { w.inc, w.state, w.token, w.current = inc, Waiting, 0, nil })
+	w.set(func(w *worker) { w.inc, w.state, w.mode, w.token, w.current, w.lease = inc, Waiting, "", 0, nil, nil })
 	c.logEventLocked("%s restarted", w.name)
 	c.wg.Go(func() { c.runWorker(w, inc) })
 }

@@ -21,8 +21,12 @@ const (
 
 // injectFaults provokes the faults of the current phase until the run stops.
 func (c *Controller) injectFaults() {
-	if c.cfg.Scenario == FailoverReplica {
+	switch c.cfg.Scenario {
+	case FailoverReplica:
 		c.failoverReplicaLoop()
+		return
+	case RWPool:
+		c.injectLeaseFaults()
 		return
 	}
 	tick := time.NewTicker(c.cfg.TTL / 4)
@@ -51,12 +55,12 @@ func (c *Controller) injectFaults() {
 				c.crashArmed.Store(true)
 				crashBetween = false
 				next = now.Add(ttls(c.cfg.TTL, crashEveryTTLs))
-			} else if id := c.pickHolder(); id != 0 && c.CrashWorker(id) == nil {
+			} else if id := c.pickHolder(""); id != 0 && c.CrashWorker(id) == nil {
 				crashBetween = true
 				next = now.Add(ttls(c.cfg.TTL, crashEveryTTLs))
 			}
 		case Pause:
-			if id := c.pickHolder(); id != 0 && c.PauseWorker(id) == nil {
+			if id := c.pickHolder(""); id != 0 && c.PauseWorker(id) == nil {
 				c.resumeAfterTakeover(id)
 				next = now.Add(ttls(c.cfg.TTL, pauseEveryTTLs))
 			}
@@ -84,6 +88,7 @@ func ttls(ttl time.Duration, n float64) time.Duration { return time.Duration(n *
 // resumeAfterTakeover ends the pause of worker id once another worker has taken its lock
 // and written to the resource (that needs the frozen holder's TTL to run out first), so its
 // wake-up write is the late one the resource must refuse; after pauseMaxTTLs in any case.
+// For a lease (rw-pool): once leaseChecker.overtaken says its next operation is late.
 func (c *Controller) resumeAfterTakeover(id int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -92,11 +97,15 @@ func (c *Controller) resumeAfterTakeover(id int) {
 	}
 	w := c.workers[id-1]
 	w.mu.Lock()
-	sec := w.current
+	sec, l := w.current, w.lease
 	w.mu.Unlock()
+	overtaken := func() bool { return sec != nil && c.checker.overtaken(sec) }
+	if l != nil {
+		overtaken = func() bool { return c.leases.overtaken(l, time.Now()) }
+	}
 	c.wg.Go(func() {
 		deadline := time.Now().Add(ttls(c.cfg.TTL, pauseMaxTTLs))
-		for time.Now().Before(deadline) && (sec == nil || !c.checker.overtaken(sec)) {
+		for time.Now().Before(deadline) && !overtaken() {
 			if !sleepCtx(c.ctx, c.cfg.TTL/20) {
 				return
 			}
@@ -105,13 +114,14 @@ func (c *Controller) resumeAfterTakeover(id int) {
 	})
 }
 
-// pickHolder is a random worker that holds a lock and works (not paused, not crashed), 0 if none.
-func (c *Controller) pickHolder() int {
+// pickHolder is a random worker that holds a lock (a lease of mode, unless "") and works
+// (not paused, not crashed), 0 if none.
+func (c *Controller) pickHolder(mode leaseMode) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var ids []int
 	for _, w := range c.workers {
-		if s := w.snapshot(); s.State == Working {
+		if s := w.snapshot(); s.State == Working && (mode == "" || s.Mode == string(mode)) {
 			ids = append(ids, w.id)
 		}
 	}

@@ -190,6 +190,9 @@ type leaseChecker struct {
 	pool   *pool
 	nextID uint64
 	leases []*lease // granted, less those no later check can involve (prune)
+	// crashedValues are the lock values of the leases whose holders crashed (leftBehind).
+	crashedValues []any
+	lastDoc       *lease // the last lease granted on the document, for hand-offs
 }
 
 func newLeaseChecker(k *checker, permits int) *leaseChecker {
@@ -203,6 +206,13 @@ func (c *leaseChecker) grant(worker int, mode leaseMode, token int64, value stri
 	c.nextID++
 	l := &lease{id: c.nextID, worker: worker, mode: mode, token: token, value: value, phase: phase, granted: at}
 	c.k.entered(phase, wait)
+	if mode != modePermit {
+		// The document passed to another worker, from a writer or to one.
+		if last := c.lastDoc; last != nil && last.worker != worker && conflict(last.mode, mode) {
+			c.k.note(phase, func(k *Counters) { k.Handoffs++ })
+		}
+		c.lastDoc = l
+	}
 	c.countTakeOverLocked(l)
 	c.leases = append(c.leases, l)
 	return l
@@ -324,6 +334,9 @@ func (c *leaseChecker) end(l *lease, at time.Time, how leaseEnd) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l.ended, l.end = at, how
+	if how == leaseCrashed {
+		c.crashedValues = append(c.crashedValues, l.value)
+	}
 	if l.mode == modePermit {
 		c.pool.done(l.token)
 	}
@@ -427,4 +440,38 @@ func (c *leaseChecker) pruneLocked(now time.Time) {
 		}
 		return !last.After(horizon)
 	})
+}
+
+// overtaken says whether l's holder, frozen, would now act late: on the document, a
+// conflicting lease granted after it has acted; at the pool, its deadline has passed and
+// another permit was granted since.
+func (c *leaseChecker) overtaken(l *lease, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.leases {
+		switch {
+		case l.mode == modePermit:
+			if m.mode == modePermit && !l.deadline.IsZero() && !now.Before(l.deadline) && m.granted.After(l.deadline) {
+				return true
+			}
+		case m.id > l.id && conflict(m.mode, l.mode) && !m.firstOK.IsZero():
+			return true
+		}
+	}
+	return false
+}
+
+// poolInUse is the number of the pool's slots in use at now.
+func (c *leaseChecker) poolInUse(now time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pool.inUse(now)
+}
+
+// leftBehind are the lock values of the leases whose holders crashed: what the run may have
+// left in Redis (every other lease was released or ran out).
+func (c *leaseChecker) leftBehind() []any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]any(nil), c.crashedValues...)
 }

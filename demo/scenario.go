@@ -19,10 +19,14 @@ const (
 	// FailoverReplica: the demo's own master, replica and sentinel; the master dies with its
 	// replica behind, and the locks it handed out meanwhile are lost in the promotion.
 	FailoverReplica Scenario = "failover-replica"
+	// RWPool: a read-mostly document behind a read-write lock and a pool behind a lease
+	// semaphore of Config.Permits, with crashes and pauses (rwpool.go); never in mixed: its
+	// workers take leases, not locks.
+	RWPool Scenario = "rw-pool"
 )
 
 // Scenarios lists every scenario name, in the order of --help.
-var Scenarios = []Scenario{Healthy, Slow, Crash, Pause, Failover, Mixed, FailoverReplica}
+var Scenarios = []Scenario{Healthy, Slow, Crash, Pause, Failover, Mixed, FailoverReplica, RWPool}
 
 // ParseScenario reads a --scenario value.
 func ParseScenario(s string) (Scenario, error) {

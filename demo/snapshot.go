@@ -18,6 +18,8 @@ type Snapshot struct {
 	Elapsed                             time.Duration
 	Duration                            time.Duration // 0: until stopped
 	Resources                           []string      // lock keys
+	Permits                             int           // rw-pool: the pool's size (0 in the other scenarios)
+	PoolInUse                           int           // rw-pool: the pool's slots in use now
 	Workers                             []WorkerSnapshot
 	Counters                            Counters // the checker's figures for the whole run
 	WaitP50                             time.Duration
@@ -32,6 +34,7 @@ type WorkerSnapshot struct {
 	Name          string // its node name in lock values, demo-w<id>
 	State         WorkerState
 	Resource      string // the key it waits for or holds ("" before its first section)
+	Mode          string // rw-pool: what its lease grants, "read", "write" or "permit" ("" for a lock)
 	Token         int64  // fencing token of the lock it holds (0 when none, or Redlock)
 	Holds         int64  // locks obtained
 	StaleRejected int64  // its writes the resource refused as stale
@@ -62,6 +65,9 @@ func (c *Controller) Snapshot() Snapshot {
 		Elapsed:    c.elapsed(),
 	}
 	s.Phase = c.phaseAt(c.started.Add(s.Elapsed))
+	if c.leases != nil {
+		s.Permits, s.PoolInUse = c.cfg.Permits, c.leases.poolInUse(time.Now())
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.InstanceDown = c.instanceDown

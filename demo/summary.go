@@ -24,6 +24,7 @@ type Summary struct {
 	Protection string   `json:"protection"`
 	Workers    int      `json:"workers"`
 	Resources  int      `json:"resources"`
+	Permits    int      `json:"permits,omitempty"` // rw-pool: the pool's semaphore's size
 	TTLMs      int64    `json:"ttl_ms"`
 	DurationS  float64  `json:"duration_s"`
 
@@ -71,6 +72,9 @@ func (c *Controller) Summary() Summary {
 		HandoffsPerS: perSecond(counters.Handoffs, elapsed),
 	}
 	s.PromotionLog = c.checker.promotionLog()
+	if c.leases != nil {
+		s.Permits = c.cfg.Permits
+	}
 	spent := c.phaseDurations(elapsed)
 	for _, p := range c.phases {
 		pc, pw := c.checker.phase(p)
@@ -176,15 +180,24 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nfaults: %d crashes, %d pauses, %d failovers; %d sections given up after losing the lock; %d obtain errors\n",
 		s.Crashes, s.Pauses, s.Failovers, s.LostSections, s.ObtainErrors)
-	if s.Scenario == FailoverReplica {
+	switch s.Scenario {
+	case FailoverReplica:
 		s.writeFailovers(&b)
+	case RWPool:
+		fmt.Fprintf(&b, "leases: up to %d readers at once, up to %d of %d permits in use at once; %d leases lost (ran out: crashes, pauses); "+
+			"%d acted after their lease went to another (refused: %d); %d leases Redis let overlap\n",
+			s.MaxReaders, s.MaxPermits, s.Permits, s.LeasesLost, s.OverlappingHolders, s.StaleRejected, s.LeaseViolations)
 	}
 	for _, note := range s.missedScenarios() {
 		fmt.Fprintf(&b, "note: %s\n", note)
 	}
-	if s.Unsafe() {
+	switch {
+	case s.Unsafe():
 		fmt.Fprintf(&b, "verdict: UNSAFE: %s\n", s.unsafeFigures())
-	} else {
+	case s.Scenario == RWPool:
+		fmt.Fprintf(&b, "verdict: SAFE: no writer acted beside another holder of the document, never more than %d permits in use, "+
+			"no stale operation accepted, no conflicting leases in Redis (%d sections)\n", s.Permits, s.Sections)
+	default:
 		fmt.Fprintf(&b, "verdict: SAFE: no two critical sections interleaved on a resource, no write of an expired holder accepted (%d sections)\n", s.Sections)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -196,7 +209,8 @@ func (s Summary) WriteText(w io.Writer) error {
 func (s Summary) missedScenarios() []string {
 	var notes []string
 	for _, p := range s.Phases {
-		faults := map[Scenario]int64{Crash: p.Crashes, Pause: p.Pauses, Failover: p.Failovers, FailoverReplica: p.Promotions}
+		faults := map[Scenario]int64{Crash: p.Crashes, Pause: p.Pauses, Failover: p.Failovers, FailoverReplica: p.Promotions,
+			RWPool: min(p.Crashes, p.Pauses)}
 		n, hasFault := faults[p.Scenario]
 		switch {
 		case p.DurationS == 0:

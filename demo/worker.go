@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockscope/lockscope/locklib"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,7 +60,9 @@ type worker struct {
 	state     WorkerState
 	resource  string
 	token     int64
-	current   *section // the section it is in, nil while waiting
+	current   *section  // the section it is in, nil while waiting
+	mode      leaseMode // rw-pool: what its lease grants ("" for a lock)
+	lease     *lease    // rw-pool: the lease it holds, nil while waiting
 	sections  int64
 	holds     int64
 	stale     int64
@@ -97,10 +100,18 @@ func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 		}}
 		return inc, nil
 	}
-	// Redlock's default per-instance timeout (5 ms + ttl/20) assumes servers that answer in
-	// a millisecond; the embedded servers run Lua in Go, slower under load, and a timed-out
-	// instance only costs validity, never safety.
-	locks, err := newLockClient(c.cfg.Servers.Redlock, inc.clients, w.name, ttls(c.cfg.TTL, instanceTimeoutTTLs))
+	var locks *locklib.Client
+	var err error
+	if c.leases != nil {
+		// rw-pool: one instance (Config.withDefaults); the document's fence outlives a
+		// crashed writer's lease, so that the next readers' tokens still order them.
+		locks = locklib.New(inc.clients[0], locklib.WithNode(w.name), locklib.WithFenceRetention(ttls(c.cfg.TTL, fenceRetentionTTLs)))
+	} else {
+		// Redlock's default per-instance timeout (5 ms + ttl/20) assumes servers that answer
+		// in a millisecond; the embedded servers run Lua in Go, slower under load, and a
+		// timed-out instance only costs validity, never safety.
+		locks, err = newLockClient(c.cfg.Servers.Redlock, inc.clients, w.name, ttls(c.cfg.TTL, instanceTimeoutTTLs))
+	}
 	if err != nil {
 		inc.close()
 		return nil, err
@@ -137,7 +148,7 @@ func (w *worker) snapshot() WorkerSnapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := WorkerSnapshot{
-		ID: w.id, Name: w.name, State: w.state, Resource: w.resource, Token: w.token,
+		ID: w.id, Name: w.name, State: w.state, Resource: w.resource, Mode: string(w.mode), Token: w.token,
 		Holds: w.holds, StaleRejected: w.stale, LostSections: w.lost,
 		WaitP50: w.wait.quantile(0.50), WaitP99: w.wait.quantile(0.99), LastError: w.lastError,
 	}
@@ -163,11 +174,15 @@ func (w *worker) set(f func(w *worker)) {
 func (c *Controller) runWorker(w *worker, inc *incarnation) {
 	defer inc.close()
 	inc.warmUp(c.ctx)
+	section := c.section
+	if c.leases != nil {
+		section = c.leaseSection
+	}
 	for c.ctx.Err() == nil {
 		if inc.gate.pass(c.ctx) != nil { // paused between sections, crashed, or stopping
 			return
 		}
-		if !c.section(w, inc) {
+		if !section(w, inc) {
 			return
 		}
 	}
@@ -191,7 +206,7 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 	key := c.resources[w.rng.IntN(len(c.resources))]
 	work := c.planWork(w.rng, c.phaseAt(time.Now()))
 	w.set(func(w *worker) {
-		w.state, w.resource, w.token, w.current = Waiting, key, 0, nil
+		w.state, w.resource, w.mode, w.token, w.current = Waiting, key, "", 0, nil
 		w.sections++
 	})
 	trace := fmt.Sprintf("w%d-%d", w.id, w.sections)
@@ -201,12 +216,7 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 	lock, err := inc.locks.obtain(octx, key, c.cfg.TTL, trace)
 	cancel()
 	if err != nil {
-		if c.ctx.Err() != nil || inc.gate.is(gateDead) {
-			return false
-		}
-		c.checker.note(c.phaseAt(time.Now()), func(k *Counters) { k.ObtainErrors++ })
-		w.set(func(w *worker) { w.lastError = err.Error() })
-		return sleepCtx(c.ctx, ttls(c.cfg.TTL, retryPauseTTLs))
+		return c.obtainFailed(w, inc, err)
 	}
 	wait := time.Since(start)
 	sec := c.checker.open(key, w.id, lock.Token(), lock.Value(), c.phaseAt(time.Now()), wait)
@@ -259,6 +269,17 @@ func (c *Controller) section(w *worker, inc *incarnation) bool {
 	}
 	c.release(lock)
 	return true
+}
+
+// obtainFailed handles an Obtain that failed with err: counted and retried after a pause,
+// unless the worker crashed or the run is stopping. It reports whether the worker goes on.
+func (c *Controller) obtainFailed(w *worker, inc *incarnation, err error) bool {
+	if c.ctx.Err() != nil || inc.gate.is(gateDead) {
+		return false
+	}
+	c.checker.note(c.phaseAt(time.Now()), func(k *Counters) { k.ObtainErrors++ })
+	w.set(func(w *worker) { w.lastError = err.Error() })
+	return sleepCtx(c.ctx, ttls(c.cfg.TTL, retryPauseTTLs))
 }
 
 // work holds the lock for d, watching for a pause, a crash, the lock's loss and the end of

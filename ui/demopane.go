@@ -250,7 +250,12 @@ var demoColumns = []demoColumn{
 	{"STALE", 6, true, func(w demo.WorkerSnapshot) string { return strconv.FormatInt(w.StaleRejected, 10) }},
 	{"WAIT50", 7, true, func(w demo.WorkerSnapshot) string { return demoDuration(w.WaitP50) }},
 	{"WAIT99", 7, true, func(w demo.WorkerSnapshot) string { return demoDuration(w.WaitP99) }},
-	{"RESOURCE", 20, false, func(w demo.WorkerSnapshot) string { return w.Resource }},
+	{"RESOURCE", 20, false, func(w demo.WorkerSnapshot) string {
+		if w.Mode != "" { // rw-pool: the lease's mode, by its initial (read, write, permit)
+			return w.Resource + " (" + w.Mode[:1] + ")"
+		}
+		return w.Resource
+	}},
 	{"TOKEN", 17, true, func(w demo.WorkerSnapshot) string {
 		if w.Token == 0 {
 			return present.Unknown
@@ -431,6 +436,9 @@ func counterParts(s demo.Snapshot, all bool, st styles) []string {
 	if k.TokenRegressions > 0 { // unsafe with overlaps 0: the reason must show
 		parts = append(parts, st.danger.Render("token regressions "+strconv.FormatInt(k.TokenRegressions, 10)))
 	}
+	if k.LeaseViolations > 0 { // the same: Redis let conflicting leases overlap
+		parts = append(parts, st.danger.Render("lease violations "+strconv.FormatInt(k.LeaseViolations, 10)))
+	}
 	if k.NoTTLLocks > 0 {
 		parts = append(parts, st.warning.Render("no ttl "+strconv.FormatInt(k.NoTTLLocks, 10)))
 	} else if all {
@@ -442,6 +450,11 @@ func counterParts(s demo.Snapshot, all bool, st styles) []string {
 		"expired after crash "+strconv.FormatInt(k.ExpiredAfterCrash, 10),
 		"wait p50 "+demoDuration(s.WaitP50)+" p99 "+demoDuration(s.WaitP99),
 	)
+	if s.Permits > 0 { // rw-pool: the pool now, the readers' and the pool's peaks, leases run out
+		parts = append(parts, fmt.Sprintf("pool %d/%d in use", s.PoolInUse, s.Permits),
+			fmt.Sprintf("peak readers %d permits %d", k.MaxReaders, k.MaxPermits),
+			"leases lost "+strconv.FormatInt(k.LeasesLost, 10))
+	}
 	if i := s.InstanceDown; i >= 0 && i < len(s.Addrs) {
 		parts = append(parts, st.warning.Render("instance "+s.Addrs[i]+" down"))
 	}
