@@ -50,30 +50,14 @@ func HolderText(l *scanner.Lock) string {
 		}
 		return Count(sh.InUse, "permit")
 	}
-	// One owner may hold write and read levels (a downgrade): it is one holder, the writer.
-	var one scanner.SharedHolder
-	for _, h := range sh.Holders {
-		if !h.Expired && h.Mode == protocol.ModeWrite {
-			one = h
-		}
-	}
-	owners := 0
-	for _, h := range sh.Holders {
-		if h.Expired || (h.ID == one.ID && h.Mode != protocol.ModeWrite) {
-			continue
-		}
-		owners++
-		if one.ID == "" {
-			one = h
-		}
-	}
-	switch {
+	switch owners, one := sh.LiveOwners(); {
 	case owners == 0:
 		return Unknown
 	case owners > 1:
 		return Count(owners, "reader")
+	default:
+		return HolderName(one) + " (" + one.Mode.String() + ")"
 	}
-	return HolderName(one) + " (" + one.Mode.String() + ")"
 }
 
 // HolderName names a holder of a shared primitive: its node when the layout records one

@@ -88,7 +88,7 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 	l.Format, l.Shared = FormatLockscope, sh
 	l.Value, l.Truncated = memberText(members)
 	l.Truncated = l.Truncated || sh.Truncated
-	if h, ok := soleHolder(sh); ok && sh.Kind == KindRWLock {
+	if n, h := sh.LiveOwners(); n == 1 && sh.Kind == KindRWLock {
 		l.Node, l.Trace, l.AcquiredAt = h.Node, h.Trace, h.AcquiredAt
 		if h.Count > 1 {
 			l.Reentry = h.Count
@@ -104,25 +104,6 @@ func leaseTTL(deadlineMs, nowMs int64) (ttl time.Duration, expired bool) {
 	}
 	const maxMs = math.MaxInt64 / int64(time.Millisecond)
 	return time.Duration(min(deadlineMs-nowMs, maxMs)) * time.Millisecond, false
-}
-
-// soleHolder is the one live holder of sh, when there is exactly one (a writer holding read
-// levels too, a downgrade, is one holder).
-func soleHolder(sh *Shared) (SharedHolder, bool) {
-	var one SharedHolder
-	found := false
-	for _, h := range sh.Holders {
-		switch {
-		case h.Expired:
-		case !found:
-			one, found = h, true
-		case h.ID != one.ID:
-			return SharedHolder{}, false
-		case h.Mode == protocol.ModeWrite:
-			one = h
-		}
-	}
-	return one, found
 }
 
 // memberText is a lease set's raw value: its member texts, sorted (a renewal, which changes

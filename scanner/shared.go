@@ -102,6 +102,27 @@ type Shared struct {
 	Truncated bool
 }
 
+// LiveOwners counts the owners among the live holders: an owner holding write and read levels
+// (a downgrade) is one owner, the writer. When there is one, first is it; else first is the
+// first live owner (the writer, when there is one).
+func (s *Shared) LiveOwners() (n int, first SharedHolder) {
+	for _, h := range s.Holders {
+		if !h.Expired && h.Mode == protocol.ModeWrite {
+			first = h
+		}
+	}
+	writer := first.Mode == protocol.ModeWrite
+	for _, h := range s.Holders {
+		if h.Expired || (writer && h.ID == first.ID && h.Mode != protocol.ModeWrite) {
+			continue
+		}
+		if n++; n == 1 && !writer {
+			first = h
+		}
+	}
+	return n, first
+}
+
 // SharedHolder is one holder of a shared primitive: a lockscope owner or permit, a Redisson
 // read-write lock's thread, or a Redisson permit.
 type SharedHolder struct {
