@@ -57,10 +57,19 @@ func TestRWPool(t *testing.T) {
 }
 
 // The same on a real redis-server (`lockscope demo --scenario rw-pool --redis URL`), which the
-// demo shares: after the run, its cleanup leaves no key of the scenario.
+// demo shares: after the run its cleanup leaves no key of the scenario on the document, and on
+// the pool only another client's permit (taken before the run, valid for an hour) with the
+// companions it needs.
 func TestRWPoolRealRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	admin := srv.Client()
+	ctx := context.Background()
+	foreign := protocol.LeaseMember{Mode: protocol.ModePermit, Op: "0123456789abcdef:1",
+		Value: protocol.NewValue("billing-3", "", time.Now())}.String()
+	if err := admin.ZAdd(ctx, PoolKey, redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: foreign}).Err(); err != nil {
+		t.Fatal(err)
+	}
 	target := Servers{Label: "redis-server (test)", Addrs: []string{srv.Addr}}
 	target.Dial = func(int) redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 250 * time.Millisecond,
@@ -80,13 +89,16 @@ func TestRWPoolRealRedis(t *testing.T) {
 	if err := c.RemoveKeys(); err != nil {
 		t.Fatal(err)
 	}
-	admin := srv.Client()
-	for _, key := range []string{DocKey, PoolKey} {
-		companions := protocol.CompanionKeys(key)
-		for _, k := range append(append([]string{key}, companions[:]...), protocol.LimitKey(key)) {
-			if n, err := admin.Exists(context.Background(), k).Result(); err != nil || n != 0 {
-				t.Errorf("%s left after the cleanup (%d, %v)", k, n, err)
-			}
+	companions := protocol.CompanionKeys(DocKey)
+	for _, k := range append([]string{DocKey}, companions[:]...) {
+		if n, err := admin.Exists(ctx, k).Result(); err != nil || n != 0 {
+			t.Errorf("%s left after the cleanup (%d, %v)", k, n, err)
 		}
+	}
+	if members, err := admin.ZRange(ctx, PoolKey, 0, -1).Result(); err != nil || len(members) != 1 || members[0] != foreign {
+		t.Errorf("the pool holds %q after the cleanup (%v), want only the other client's permit", members, err)
+	}
+	if n, err := admin.Exists(ctx, protocol.LimitKey(PoolKey)).Result(); err != nil || n != 1 {
+		t.Errorf("the pool's limit is gone (%d, %v) while another client holds a permit", n, err)
 	}
 }
