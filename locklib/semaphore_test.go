@@ -2,6 +2,7 @@ package locklib
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -549,6 +550,60 @@ func TestSemaphoreFailedScriptWritesNothing(t *testing.T) {
 			// The set and its companions but the ended set, where a failed Acquire is recorded.
 			checkWroteNothing(t, pathName+" with "+name+" a hash", func() error { return call(sem) },
 				func() string { return snapshot(t, rdb, append(permitKeys(key)[:4], protocol.LimitKey(key))...) })
+		}
+	}
+}
+
+// A permit's acquired, waiting, renewed and released events carry "mode":"permit" and, for
+// a holder, its member as the value (the inspector re-reads the lease set for them).
+func TestSemaphoreEvents(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	sub := rdb.Subscribe(ctx, protocol.EventsChannel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed
+		t.Fatal(err)
+	}
+	const key = "lock:sem:events"
+	sem := c.Semaphore(key, 1)
+	l := mustAcquire(t, sem, ctx, 10*time.Second, WithTrace("t-1"))
+	got := make(chan error, 1)
+	go func() {
+		w, err := sem.Acquire(ctx, 10*time.Second, WithTrace("t-2"))
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		got <- err
+	}()
+	waitForSemWaiters(t, sem, 1)
+	if err := l.Refresh(ctx, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	want := []EventType{EventAcquired, EventWaiting, EventRenewed, EventReleased, EventAcquired, EventReleased}
+	for i, w := range want {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		var e protocol.Event
+		if err := json.Unmarshal([]byte(msg.Payload), &e); err != nil {
+			t.Fatalf("bad event %q: %v", msg.Payload, err)
+		}
+		if e.Type != string(w) || e.Key != key || e.Mode != "permit" || e.Node != "test" {
+			t.Fatalf("event %d: %s, want %s with mode permit", i, msg.Payload, w)
+		}
+		if m, ok := protocol.ParseLeaseMember(e.Value); e.Type != string(EventWaiting) && (!ok || m.Mode != protocol.ModePermit) {
+			t.Fatalf("event %d: %s: the value is no permit member", i, msg.Payload)
+		}
+		if i == 0 && (e.Value != l.Value() || e.Token != l.Token() || e.Trace != "t-1") {
+			t.Fatalf("acquired event %s, want value %q token %d", msg.Payload, l.Value(), l.Token())
 		}
 	}
 }
