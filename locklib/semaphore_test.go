@@ -203,8 +203,8 @@ func TestSemaphoreWatchdogKeepsPermit(t *testing.T) {
 	other, _ := newTestClient(t, srv)
 	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:sem:watchdog"
-	l := mustAcquire(t, c.Semaphore(key, 1), ctx, 300*time.Millisecond, WithWatchdog())
-	time.Sleep(900 * time.Millisecond)
+	l := mustAcquire(t, c.Semaphore(key, 1), ctx, 150*time.Millisecond, WithWatchdog())
+	time.Sleep(500 * time.Millisecond)
 	if l.Err() != nil {
 		t.Fatalf("the watchdog lost the permit: %v", l.Err())
 	}
@@ -386,10 +386,10 @@ func TestSemaphoreLateAcquireTakesNothing(t *testing.T) {
 		late func(f *redistest.Faults, done <-chan struct{}) <-chan struct{}
 	}{
 		{"delayed request, TryAcquire", true, func(f *redistest.Faults, _ <-chan struct{}) <-chan struct{} {
-			return f.DelayRequest(isScriptWith(scriptSemAcquire, "late"), 400*time.Millisecond)
+			return f.DelayRequest(isScriptWith(scriptSemAcquire, "late"), 250*time.Millisecond)
 		}},
 		{"delayed request, Acquire", false, func(f *redistest.Faults, _ <-chan struct{}) <-chan struct{} {
-			return f.DelayRequest(isScriptWith(scriptSemAcquire, "late"), 400*time.Millisecond)
+			return f.DelayRequest(isScriptWith(scriptSemAcquire, "late"), 250*time.Millisecond)
 		}},
 		{"held reply, Acquire", false, func(f *redistest.Faults, done <-chan struct{}) <-chan struct{} {
 			return f.HoldReply(isScriptWith(scriptSemAcquire, "late"), done)
@@ -417,7 +417,7 @@ func TestSemaphoreLateAcquireTakesNothing(t *testing.T) {
 				t.Fatalf("err = %v, want ErrNotObtained and the context's error", err)
 			}
 			<-fired
-			time.Sleep(500 * time.Millisecond) // the delayed request has run by now
+			time.Sleep(350 * time.Millisecond) // the delayed request has run by now
 			if members := rdb.ZRange(context.Background(), key, 0, -1).Val(); len(members) != 0 {
 				t.Fatalf("the lease set holds %q: a permit for nobody", members)
 			}
@@ -606,4 +606,31 @@ func TestSemaphoreEvents(t *testing.T) {
 			t.Fatalf("acquired event %s, want value %q token %d", msg.Payload, l.Value(), l.Token())
 		}
 	}
+}
+
+// WithReplicas works for permits as for locks: an Acquire returns once the replica has the
+// permit; when it does not confirm, the Acquire gives the permit back and fails at once.
+func TestSemaphoreWithReplicas(t *testing.T) {
+	r := redistest.StartReplicated(t, 1, 1)
+	master, replica := r.Nodes[0], r.Nodes[1]
+	c, rdb := newTestClient(t, master, WithReplicas(1, 500*time.Millisecond))
+	ctx := testCtx(t, 20*time.Second)
+	const key = "lock:sem:rep"
+	sem := c.Semaphore(key, 2)
+	l := mustAcquire(t, sem, ctx, 5*time.Second)
+	if _, err := replica.Client().ZScore(ctx, key, l.Value()).Result(); err != nil {
+		t.Fatalf("the replica right after Acquire: %v; want the permit %q", err, l.Value())
+	}
+	if err := l.Refresh(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	replica.Pause()
+	defer replica.Resume()
+	if _, err := sem.TryAcquire(ctx, 5*time.Second); !errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("TryAcquire with the replica frozen: %v, want ErrNotObtained and ErrNotReplicated", err)
+	}
+	if n := rdb.ZCard(ctx, key).Val(); n != 1 {
+		t.Fatalf("%d permits out after an Acquire that its replica did not confirm, want 1", n)
+	}
+	_ = l.Release(ctx)
 }
