@@ -2,7 +2,6 @@ package locklib
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -86,11 +85,7 @@ func TestEventsPublished(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	sub := rdb.Subscribe(ctx, protocol.EventsChannel)
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed
-		t.Fatal(err)
-	}
+	events := subscribeEvents(t, rdb)
 	const key = "lock:events"
 	a := mustObtain(t, c, ctx, key, 300*time.Millisecond, WithTrace("t-1"), WithWatchdog(), WithMaxRenewals(1))
 	got := make(chan *Lock, 1)
@@ -132,25 +127,18 @@ func TestEventsPublished(t *testing.T) {
 		EventWaiting, EventReleased, EventAcquired, EventReleased}
 	var seen []EventType
 	for len(seen) < len(want) {
-		msg, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatalf("after %v: %v", seen, err)
-		}
-		var e protocol.Event
-		if err := json.Unmarshal([]byte(msg.Payload), &e); err != nil {
-			t.Fatalf("bad event %q: %v", msg.Payload, err)
-		}
+		e := events.next(t)
 		if e.Key != key || e.AtMs == 0 || e.Node != "test" {
 			t.Fatalf("event %+v", e)
 		}
 		if e.Type == string(EventAcquired) && e.Trace == "t:3" && (e.Value != third.Value() || e.Token != third.Token()) {
-			t.Fatalf("hand-over event %s, want value %q token %d", msg.Payload, third.Value(), third.Token())
+			t.Fatalf("hand-over event %+v, want value %q token %d", e, third.Value(), third.Token())
 		}
 		switch {
 		case e.Type == string(EventAcquired) && e.Token == 0, e.Type == string(EventWaiting) && e.Waiters != 1,
 			e.Type == string(EventRenewed) && e.TTLMs <= 0, e.Type == string(EventLost) && e.Reason == "",
 			e.Type == string(EventAcquired) && len(seen) == 0 && e.Trace != "t-1":
-			t.Fatalf("event %q lacks its fields: %s", e.Type, msg.Payload)
+			t.Fatalf("event %q lacks its fields: %+v", e.Type, e)
 		}
 		seen = append(seen, EventType(e.Type))
 	}

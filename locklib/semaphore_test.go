@@ -2,7 +2,6 @@ package locklib
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -560,11 +559,7 @@ func TestSemaphoreEvents(t *testing.T) {
 	srv := redistest.Start(t)
 	c, rdb := newTestClient(t, srv)
 	ctx := testCtx(t, 10*time.Second)
-	sub := rdb.Subscribe(ctx, protocol.EventsChannel)
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed
-		t.Fatal(err)
-	}
+	events := subscribeEvents(t, rdb)
 	const key = "lock:sem:events"
 	sem := c.Semaphore(key, 1)
 	l := mustAcquire(t, sem, ctx, 10*time.Second, WithTrace("t-1"))
@@ -588,22 +583,15 @@ func TestSemaphoreEvents(t *testing.T) {
 	}
 	want := []EventType{EventAcquired, EventWaiting, EventRenewed, EventReleased, EventAcquired, EventReleased}
 	for i, w := range want {
-		msg, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatalf("event %d: %v", i, err)
-		}
-		var e protocol.Event
-		if err := json.Unmarshal([]byte(msg.Payload), &e); err != nil {
-			t.Fatalf("bad event %q: %v", msg.Payload, err)
-		}
+		e := events.next(t)
 		if e.Type != string(w) || e.Key != key || e.Mode != "permit" || e.Node != "test" {
-			t.Fatalf("event %d: %s, want %s with mode permit", i, msg.Payload, w)
+			t.Fatalf("event %d: %+v, want %s with mode permit", i, e, w)
 		}
 		if m, ok := protocol.ParseLeaseMember(e.Value); e.Type != string(EventWaiting) && (!ok || m.Mode != protocol.ModePermit) {
-			t.Fatalf("event %d: %s: the value is no permit member", i, msg.Payload)
+			t.Fatalf("event %d: %+v: the value is no permit member", i, e)
 		}
 		if i == 0 && (e.Value != l.Value() || e.Token != l.Token() || e.Trace != "t-1") {
-			t.Fatalf("acquired event %s, want value %q token %d", msg.Payload, l.Value(), l.Token())
+			t.Fatalf("acquired event %+v, want value %q token %d", e, l.Value(), l.Token())
 		}
 	}
 }
