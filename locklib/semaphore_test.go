@@ -601,7 +601,8 @@ func TestSemaphoreEvents(t *testing.T) {
 func TestSemaphoreWithReplicas(t *testing.T) {
 	r := redistest.StartReplicated(t, 1, 1)
 	master, replica := r.Nodes[0], r.Nodes[1]
-	c, rdb := newTestClient(t, master, WithReplicas(1, 500*time.Millisecond))
+	// A WAIT that a replica in sync answers in a millisecond or two, with room for a loaded machine.
+	c, rdb := newTestClient(t, master, WithReplicas(1, time.Second))
 	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:sem:rep"
 	sem := c.Semaphore(key, 2)
