@@ -101,23 +101,7 @@ end
 
 local position = -1
 if entry ~= '' then
-  redis.call('ZADD', presence, now + window, entry) -- first: presence may not have been read
-  local added = false
-  if not redis.call('ZSCORE', queue, entry) then
-    local ticket = now
-    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
-    if tail[2] and tonumber(tail[2]) >= ticket then
-      ticket = tonumber(tail[2]) + 1
-    end
-    redis.call('ZADD', queue, ticket, entry)
-    waiters = waiters + 1
-    added = true
-  end
-  redis.call('PEXPIRE', queue, window * 2)
-  redis.call('PEXPIRE', presence, window * 2)
-  if added then
-    event(waitingEvent, ',"waiters":' .. digits(waiters))
-  end
+  waiters = enqueue(queue, presence, entry, now, window, waiters, waitingEvent)
   position = redis.call('ZRANK', queue, entry)
 end
 

@@ -103,23 +103,7 @@ for _, e in ipairs(first) do
 end
 local position = -1
 if entry ~= '' then
-  redis.call('ZADD', presence, now + window, entry)
-  local added = false
-  if not redis.call('ZSCORE', queue, entry) then
-    local ticket = now
-    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
-    if tail[2] and tonumber(tail[2]) >= ticket then
-      ticket = tonumber(tail[2]) + 1
-    end
-    redis.call('ZADD', queue, ticket, entry)
-    waiters = waiters + 1
-    added = true
-  end
-  redis.call('PEXPIRE', queue, window * 2)
-  redis.call('PEXPIRE', presence, window * 2)
-  if added then
-    event(waitingEvent, ',"waiters":' .. digits(waiters))
-  end
+  waiters = enqueue(queue, presence, entry, now, window, waiters, waitingEvent)
   position = math.max(redis.call('ZRANK', queue, entry) - math.max(free, 0), 0)
 end
 local pttl = 0

@@ -468,3 +468,29 @@ local function wakeLeaseWaiters(key, queue, presence, free)
     end
   end
 end
+
+-- enqueue puts a waiter's entry at the back of queue unless it is queued already (its ticket
+-- is now, or one above the tail's, so arrival order holds within a millisecond), refreshes its
+-- presence deadline (now + window: written first, as presence may not have been read), keeps
+-- both keys 2 x window, and publishes the waiting event when it was added (waitingEvent as
+-- event's prefix). waiters is the queue's length before; returns it after.
+local function enqueue(queue, presence, entry, now, window, waiters, waitingEvent)
+  redis.call('ZADD', presence, now + window, entry)
+  local added = false
+  if not redis.call('ZSCORE', queue, entry) then
+    local ticket = now
+    local tail = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
+    if tail[2] and tonumber(tail[2]) >= ticket then
+      ticket = tonumber(tail[2]) + 1
+    end
+    redis.call('ZADD', queue, ticket, entry)
+    waiters = waiters + 1
+    added = true
+  end
+  redis.call('PEXPIRE', queue, window * 2)
+  redis.call('PEXPIRE', presence, window * 2)
+  if added then
+    event(waitingEvent, ',"waiters":' .. digits(waiters))
+  end
+  return waiters
+end
