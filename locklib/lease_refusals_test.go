@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +88,45 @@ func TestLeaseKindsRefuseEachOther(t *testing.T) {
 	}
 	mustRelease(t, w)
 	mustRelease(t, p)
+}
+
+// A Resize that frees more permits than one change wakes (WAKE_RUN, 64) still gets every
+// waiter it admits its permit at once, not at its next poll: each grant from the queue wakes
+// the next waiter beyond the run.
+func TestSemaphoreResizeWakesMoreThanARun(t *testing.T) {
+	srv := redistest.Start(t)
+	c, _ := newTestClient(t, srv)
+	slow, _ := newTestClient(t, srv, WithBackoff(5*time.Second, 5*time.Second))
+	ctx := testCtx(t, 30*time.Second)
+	const key, waiters = "lock:sem:resize-run", 70
+	sem := c.Semaphore(key, 1)
+	first := mustAcquire(t, sem, ctx, 20*time.Second)
+	granted := make(chan *Lock, waiters)
+	var wg sync.WaitGroup
+	for range waiters {
+		wg.Go(func() {
+			l, err := slow.Semaphore(key, 1).Acquire(ctx, 20*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			granted <- l
+		})
+	}
+	waitForSemWaiters(t, sem, waiters)
+	if err := sem.Resize(ctx, 1+waiters); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(2 * time.Second) // the polls come 2.5-5 s apart
+	var held []*Lock
+	for len(held) < waiters {
+		select {
+		case l := <-granted:
+			held = append(held, l)
+		case <-timeout:
+			t.Errorf("Resize granted %d of %d waiters within 2s", len(held), waiters)
+			held = append(held, <-granted) // the rest come at their polls
+		}
+	}
+	wg.Wait()
+	mustRelease(t, append(held, first)...)
 }

@@ -92,6 +92,15 @@ if granted then
   if entry ~= '' and redis.call('ZREM', queue, entry) == 1 then
     redis.call('ZREM', presence, entry)
     waiters = waiters - 1
+    -- A change that freed more permits than it wakes (a Resize: WAKE_RUN at most) leaves
+    -- waiters that would hear only at their next poll; each grant from the queue wakes the
+    -- first of them (now at rank WAKE_RUN - 1, a permit still free for it).
+    if free > WAKE_RUN then
+      local next = redis.call('ZRANGE', queue, WAKE_RUN - 1, WAKE_RUN - 1)[1]
+      if next then
+        wake(next, key)
+      end
+    end
   end
   event(acquiredEvent, ',"value":' .. cjson.encode(member) .. ',"token":' .. token .. ',"waiters":' .. digits(waiters))
   return {1, member, token, waiters, ttl, -1}
