@@ -1,8 +1,8 @@
 -- Owner-checked extension of one lease of lease set KEYS[1] (its member) to at least ARGV[2]
 -- ms from now; it never shortens it, so renewals that run in any order, or twice, leave the
--- latest deadline any of them asked for. The set's TTL follows its latest deadline, and a
--- write lease's fencing counter lives at least as long as the lease (as extendTo's), so a
--- re-entry or a request run twice reports the holder's token. It always writes (PEXPIRE):
+-- latest deadline any of them asked for. The set's TTL follows its latest deadline, and the
+-- fencing counter lives at least as long as the lease (keepCounter), so a re-entry or a
+-- request run twice reports the holder's token. It always writes (PEXPIRE):
 -- a WAIT after it (WithReplicas) counts this write.
 -- KEYS: lease set, fence counter. ARGV: member, ttl ms, renewed event.
 -- Returns the ms left until the lease's deadline, or -3 when the member holds nothing (gone,
@@ -18,11 +18,6 @@ redis.call('ZADD', key, deadline, member)
 pruneLeases(key, now)
 leaseExpire(key, now)
 local left = deadline - now
-if string.sub(member, 1, 1) == 'w' then
-  local fenceLeft = redis.call('PTTL', fence)
-  if fenceLeft >= 0 and fenceLeft < left then
-    redis.call('PEXPIRE', fence, left)
-  end
-end
+keepCounter(fence, left)
 event(ARGV[3], ',"ttl_ms":' .. left)
 return left

@@ -130,3 +130,41 @@ func TestSemaphoreResizeWakesMoreThanARun(t *testing.T) {
 	wg.Wait()
 	mustRelease(t, append(held, first)...)
 }
+
+// The fencing counter outlives every lease of a read-write lock, as a lock's outlives the
+// lock (extendTo): a write level entered again, or a read level taken by the writer (a
+// downgrade), with a longer ttl than the first write's, keeps it. Else, once it ran out
+// under a holder, the holder's next level drew another token, readers let in after the
+// downgrade read 0 instead of the last write's token, and nothing carried tokens past a
+// server clock that steps back while the lock was still held.
+func TestRWFenceOutlivesEveryLease(t *testing.T) {
+	srv := redistest.Start(t)
+	c, rdb := newTestClient(t, srv)
+	other, _ := newTestClient(t, srv)
+	ctx := testCtx(t, 10*time.Second)
+	const short, long = 200 * time.Millisecond, 5 * time.Second
+	for _, second := range []string{"write", "read"} {
+		key := "lock:rw:fence:" + second
+		first := mustObtainModeTTL(t, c.ObtainWrite, ctx, key, short, Reentrant("owner"))
+		obtain := c.ObtainWrite
+		if second == "read" {
+			obtain = c.ObtainRead
+		}
+		kept := mustObtainModeTTL(t, obtain, ctx, key, long, Reentrant("owner"))
+		mustRelease(t, first)
+		time.Sleep(short + 100*time.Millisecond)
+		if n := rdb.Exists(ctx, protocol.FenceKey(key)).Val(); n != 1 {
+			t.Errorf("%s: the fence counter ran out while a level of %v holds the lock", second, long)
+		}
+		var next *Lock
+		if second == "write" {
+			next = mustObtainModeTTL(t, c.ObtainWrite, ctx, key, time.Second, Reentrant("owner"))
+		} else {
+			next = mustObtainModeTTL(t, other.ObtainRead, ctx, key, time.Second)
+		}
+		if next.Token() != first.Token() || kept.Token() != first.Token() {
+			t.Errorf("%s: tokens %d, %d, %d; want the first write's each time", second, first.Token(), kept.Token(), next.Token())
+		}
+		mustRelease(t, next, kept)
+	}
+}

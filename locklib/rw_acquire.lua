@@ -88,6 +88,7 @@ end
 local function grant(token)
   local member = mode .. '|' .. op .. '|' .. beforeStamp .. ms .. afterStamp
   redis.call('ZADD', key, now + ttl, member)
+  keepCounter(fence, tonumber(fenceTTL)) -- a new write's token set it; a re-entry's must keep it
   if expired > 0 then
     pruneLeases(key, now)
   end

@@ -88,6 +88,17 @@ local function finish(done, entry, ms)
   pcall(recordEnded, done, entry, ms or nowMs())
 end
 
+-- keepCounter makes fence counter fence (when it exists) live at least ms more: the counter
+-- outlives every lease and lock on its key, so that a re-entry, a request run twice, or a
+-- reader let in after a downgrade reads the holder's token, and tokens stay above it when
+-- the server's clock steps back while the key is held.
+local function keepCounter(fence, ms)
+  local left = redis.call('PTTL', fence)
+  if left >= 0 and left < ms then
+    redis.call('PEXPIRE', fence, ms)
+  end
+end
+
 -- extendTo makes key (and its levels set and fence counter, when given) live at least ttl ms
 -- more; it never shortens them: another Lock on the same key (a re-entrant level, or a
 -- renewal that ran first but answered last) may rely on the longer expiry. The counter
@@ -101,10 +112,7 @@ local function extendTo(key, levels, fence, ttl)
       redis.call('PEXPIRE', levels, ttl)
     end
     if fence then
-      local left = redis.call('PTTL', fence)
-      if left >= 0 and left < ttl then
-        redis.call('PEXPIRE', fence, ttl)
-      end
+      keepCounter(fence, ttl)
     end
     return ttl
   end
