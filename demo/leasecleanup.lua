@@ -1,15 +1,18 @@
 -- Removes what a demo run left of one lease set (a read-write lock or a semaphore) on one
 -- instance. KEYS[1] is the lease set; KEYS[2..] its companions (fence counter, wait queue and
 -- presence, levels, ended set, limit); ARGV the lock values of this run's leases that may be
--- left in it (its crashed workers'). Members with one of those values go; once no member is
--- left, the companions go too, so another client's lease keeps its fence, queue and limit.
--- (Expired members need no care: the set lives as long as its latest deadline.) A key of
--- another type is left alone. Returns the number of members and keys deleted.
+-- left in it (its crashed workers'). Expired members go first, as every script of the layout
+-- removes them (they hold nothing, but another client's live lease keeps the set, and them in
+-- it, alive), then members with one of those values; once no member is left, the companions go
+-- too, so another client's lease keeps its fence, queue and limit. A key of another type is
+-- left alone. Returns the number of members and keys deleted.
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'zset' and kind ~= 'none' then
   return 0
 end
-local deleted = 0
+local t = redis.call('TIME')
+local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deleted = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowMs)
 local mine = {}
 for i = 1, #ARGV do
   mine[ARGV[i]] = true
