@@ -88,18 +88,25 @@ func (a *Admin) act(ctx context.Context, action Action, key, expect string, ttl 
 		keys = append(keys, wakeKeys(key, a.target.Mode == connect.Cluster, args[2] != "0")...)
 	}
 
+	err := a.runEverywhere(ctx, &res, script, source, success, keys, args, reason)
+	return res, err
+}
+
+// runEverywhere runs script on every instance in parallel (keys[0] routes it on a cluster),
+// fills in res's per-instance and aggregate outcomes, writes the action's audit record, and
+// returns aggregate's error.
+func (a *Admin) runEverywhere(ctx context.Context, res *Result, script *redis.Script, source string, success Outcome, keys []string, args []any, reason string) error {
 	res.Instances = make([]InstanceResult, len(a.target.Clients))
 	var wg sync.WaitGroup
 	for i, c := range a.target.Clients {
 		wg.Go(func() {
-			res.Instances[i] = a.runOn(ctx, c, a.nodeAddr(ctx, i, key), script, source, success, keys, args)
+			res.Instances[i] = a.runOn(ctx, c, a.nodeAddr(ctx, i, keys[0]), script, source, success, keys, args)
 		})
 	}
 	wg.Wait()
-
-	err := aggregate(&res, success)
-	res.AuditErr = a.writeAudit(ctx, res, err, reason)
-	return res, err
+	err := aggregate(res, success)
+	res.AuditErr = a.writeAudit(ctx, *res, err, reason)
+	return err
 }
 
 // withLocklibWakeKeys is how many of a release's keys are key and locklib's (wakeKeys' first three).
@@ -158,10 +165,11 @@ func (a *Admin) runOn(ctx context.Context, c redis.UniversalClient, addr string,
 	defer cancel()
 	out := InstanceResult{Addr: addr}
 	reply, err := script.Run(ctx, c, keys, args...).Slice()
-	if len(keys) > 1 && isKeyPermissionError(err) {
+	if (script == releaseScript || script == extendScript) && len(keys) > 1 && isKeyPermissionError(err) {
 		// The user may not touch the companion keys (an ACL key pattern like ~lock:*), and
 		// Redis refused the whole script for them before running it: act with fewer of them
-		// (a release without some wake-ups), unless that would break the lock.
+		// (a release without some wake-ups), unless that would break the lock. (The scripts
+		// of shared and multi-key locks need every key they name.)
 		if script == extendScript && isReentrantLockscope(args[0]) {
 			out.Outcome, out.Err = Failed, fmt.Errorf("actions: %s is a re-entrant lockscope lock, whose levels (%s) must live as long as it: "+
 				"this user may not write them (ACL), so it is not extended", keys[0], keys[1])

@@ -93,6 +93,10 @@ type Action string
 const (
 	ActionRelease Action = "release"
 	ActionExtend  Action = "extend"
+	// ActionReleaseHolder removes one holder of a lock several hold at once (ReleaseHolder).
+	ActionReleaseHolder Action = "release-holder"
+	// ActionReleaseTogether deletes every key of a multi-key lock at once (ReleaseTogether).
+	ActionReleaseTogether Action = "release-together"
 )
 
 // Outcome is what an action did, overall or on one instance.
@@ -134,6 +138,8 @@ func Reported(o Outcome, typedExpect bool) Outcome {
 type Result struct {
 	Action    Action
 	Key       string
+	Holder    string   // ActionReleaseHolder: the holder's ID (Holder.ID)
+	Keys      []string // ActionReleaseTogether: every key (Key is the first)
 	Outcome   Outcome
 	Seen      string           // the expected value the action compared against
 	Current   string           // the value held now where it differs (first such instance), else a NotALock key's type

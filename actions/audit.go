@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,7 +21,8 @@ import (
 // every instance; Audit merges the copies by ActionID.
 //
 // Stream fields (one XADD per action and instance): time (RFC 3339, UTC, ns), operator, action,
-// key, seen, result, reason, ttl_ms (extend only), error (failed only), instances (per-instance
+// key, holder (release-holder only), keys (release-together only: a JSON array), seen,
+// result, reason, ttl_ms (extend only), error (failed only), instances (per-instance
 // outcomes, multi-instance targets only), action_id.
 type AuditRecord struct {
 	ID        string        // stream entry ID (of the first instance it was read from)
@@ -29,6 +31,8 @@ type AuditRecord struct {
 	Operator  string        // who acted (Options.Operator)
 	Action    Action        // release or extend
 	Key       string        // the lock key
+	Holder    string        // release-holder: the holder's ID
+	Keys      []string      // release-together: every key
 	Seen      string        // the value the operator expected (cut at MaxAuditValue bytes)
 	Result    Outcome       // the aggregate outcome (Failed when nothing could be decided)
 	Error     string        // Failed: why
@@ -101,6 +105,13 @@ func (a *Admin) auditValues(res Result, actionErr error, reason string) []any {
 		"result", string(Reported(res.Outcome, a.opts.TypedExpect)),
 		"reason", reason,
 		"action_id", newActionID(),
+	}
+	if res.Holder != "" {
+		v = append(v, "holder", res.Holder)
+	}
+	if len(res.Keys) > 0 {
+		keys, _ := json.Marshal(res.Keys) // keys may hold any byte: a JSON array keeps them apart
+		v = append(v, "keys", string(keys))
 	}
 	if res.Action == ActionExtend {
 		v = append(v, "ttl_ms", strconv.FormatInt(res.TTL.Milliseconds(), 10))
@@ -210,11 +221,15 @@ func recordFrom(m redis.XMessage) AuditRecord {
 		Operator:  field("operator"),
 		Action:    Action(field("action")),
 		Key:       field("key"),
+		Holder:    field("holder"),
 		Seen:      field("seen"),
 		Result:    Outcome(field("result")),
 		Error:     field("error"),
 		Reason:    field("reason"),
 		Instances: field("instances"),
+	}
+	if keys := field("keys"); keys != "" {
+		_ = json.Unmarshal([]byte(keys), &r.Keys) // a record in no known form keeps none
 	}
 	r.Time, _ = time.Parse(time.RFC3339Nano, field("time"))
 	if ms, err := strconv.ParseInt(field("ttl_ms"), 10, 64); err == nil {

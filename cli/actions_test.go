@@ -14,7 +14,7 @@ import (
 )
 
 var resultFields = map[string]string{
-	"action": "string", "key": "string", "outcome": "string", "seen": "string", "current": "string|null",
+	"action": "string", "key": "string", "holder": "string|null", "outcome": "string", "seen": "string", "current": "string|null",
 	"ttl_ms": "int|null", "instances": "array", "audit_error": "string|null",
 }
 
@@ -225,7 +225,7 @@ func TestCLIAudit(t *testing.T) {
 	spec := map[string]string{
 		"id": "string", "time": "time|null", "operator": "string", "action": "string", "key": "string",
 		"seen": "string", "result": "string", "error": "string|null", "reason": "string", "ttl_ms": "int|null",
-		"instances": "string|null", "sources": "array",
+		"instances": "string|null", "sources": "array", "holder": "string|null", "keys": "array|null",
 	}
 	for _, o := range objs {
 		checkFields(t, "audit", o, spec)

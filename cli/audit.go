@@ -73,6 +73,8 @@ type auditJSON struct {
 	Operator  string   `json:"operator"`
 	Action    string   `json:"action"`
 	Key       string   `json:"key"`
+	Holder    *string  `json:"holder"`
+	Keys      []string `json:"keys"`
 	Seen      string   `json:"seen"`
 	Result    string   `json:"result"`
 	Error     *string  `json:"error"`
@@ -96,6 +98,10 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 			j.Time = &at
 		}
 		j.Error = optionalText(t.Redact(r.Error))
+		j.Holder = optionalText(r.Holder)
+		for _, k := range r.Keys {
+			j.Keys = append(j.Keys, present.SafeText(k, 0))
+		}
 		if r.Action == actions.ActionExtend {
 			ms := r.TTL.Milliseconds()
 			j.TTLMs = &ms

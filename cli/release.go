@@ -19,13 +19,18 @@ import (
 )
 
 func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
-	return newActionCmd(&cobra.Command{
+	opts := &actionOptions{IO: ios, Action: actions.ActionRelease}
+	cmd := newActionCmd(&cobra.Command{
 		Use:   "release KEY",
 		Short: "Force-release a lock: delete it only if it still holds the value you saw",
 		Long: "Force-release a lock with a compare-and-delete: the key is deleted only if it still holds the\n" +
 			"expected value. Without --expect the current value is read, shown, and confirmed on the terminal\n" +
-			"(or by --yes). Exit codes: 0 released, 4 changed hands or differs from --expect (nothing deleted), 5 already gone.",
-	}, &actionOptions{IO: ios, Action: actions.ActionRelease}, getenv)
+			"(or by --yes). With --holder ID, only that holder of a read-write lock or semaphore is removed,\n" +
+			"only if it still holds exactly what was shown. Exit codes: 0 released, 4 changed hands or differs\n" +
+			"from --expect (nothing deleted), 5 already gone.",
+	}, opts, getenv)
+	cmd.Flags().StringVar(&opts.Holder, "holder", "", "release only this holder of a read-write lock or semaphore (its ID as show prints it)")
+	return cmd
 }
 
 // newActionCmd completes cmd as release or extend of KEY: the arguments, the flags they share,
@@ -58,6 +63,7 @@ type actionOptions struct {
 	Reason      string
 	TTL         time.Duration // extend
 	Shorten     bool          // extend: --allow-shorten, a TTL below the one left is meant
+	Holder      string        // release --holder: one holder of a shared lock
 	JSON        bool
 	Server      string // --server: one of several independent servers
 }
@@ -71,7 +77,15 @@ func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key
 		return err
 	}
 	o.ExpectGiven = cmd.Flags().Changed("expect")
-	o.Expect, err = printedArg("--expect", o.Expect)
+	if o.Expect, err = printedArg("--expect", o.Expect); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("holder") {
+		if o.Holder, err = printedArg("--holder", o.Holder); err == nil && o.Holder == "" {
+			err = withExit(exitUsage, errors.New("--holder needs a holder ID (show KEY lists them)"))
+		}
+		o.Action = actions.ActionReleaseHolder
+	}
 	return err
 }
 
@@ -100,13 +114,19 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 
 	expect := opts.Expect
 	if !opts.ExpectGiven {
-		if expect, err = readAndConfirm(ctx, t, admin, opts); err != nil {
+		read := readAndConfirm
+		if opts.Action == actions.ActionReleaseHolder {
+			read = readHolderAndConfirm
+		}
+		if expect, err = read(ctx, t, admin, opts); err != nil {
 			return err
 		}
 	}
 
 	var res actions.Result
 	switch {
+	case opts.Action == actions.ActionReleaseHolder:
+		res, err = admin.ReleaseHolder(ctx, opts.Key, opts.Holder, expect, opts.Reason)
 	case opts.Action == actions.ActionExtend && opts.Shorten:
 		res, err = admin.ExtendAllowingShorten(ctx, opts.Key, expect, opts.TTL, opts.Reason)
 	case opts.Action == actions.ActionExtend:
@@ -286,11 +306,19 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 	switch res.Outcome {
 	case actions.Released:
 		line = present.Sprintf("released %s (value %s)", key, seen)
+		if res.Action == actions.ActionReleaseHolder {
+			line = present.Sprintf("released holder %s of %s (seen %s)", res.Holder, key, seen)
+		}
 	case actions.Extended:
 		line = present.Sprintf("extended %s: ttl %s (value %s)", key, present.Duration(res.TTL), seen)
 	case actions.ChangedHands:
 		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, now))
-		if expectGiven {
+		switch {
+		case res.Action == actions.ActionReleaseHolder && expectGiven:
+			line = present.Sprintf("not done: holder %s of %s differs from --expect\n  --expect   %s", res.Holder, key, present.Quote(res.Seen, 0))
+		case res.Action == actions.ActionReleaseHolder:
+			line = present.Sprintf("not done: holder %s of %s changed since it was read (it renewed into another level, re-entered or left)", res.Holder, key)
+		case expectGiven:
 			line = present.Sprintf("not done: the lock's value differs from --expect: %s is held by %s\n  --expect   %s",
 				key, present.Holder(res.Current, nil, now), present.Quote(res.Seen, 0))
 		}
@@ -298,6 +326,9 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 		line = present.Sprintf("not done: %s", shortenRefusal(key, res.TTLLeft, res.TTL))
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
+		if res.Action == actions.ActionReleaseHolder {
+			line = present.Sprintf("not done: holder %s of %s is already gone", res.Holder, key)
+		}
 	case actions.NotALock:
 		line = present.Sprintf("not done: %s is a %s, not a lock", key, res.Current)
 	default:
@@ -354,6 +385,7 @@ func outcomeText(o actions.Outcome, expectGiven bool) string {
 type resultJSON struct {
 	Action     string               `json:"action"`
 	Key        string               `json:"key"`
+	Holder     *string              `json:"holder"`
 	Outcome    string               `json:"outcome"`
 	Seen       string               `json:"seen"`
 	Current    *string              `json:"current"`
@@ -373,6 +405,7 @@ func writeResultJSON(w io.Writer, res actions.Result, t connect.Target, expectGi
 	j := resultJSON{
 		Action:    string(res.Action),
 		Key:       present.Escape(res.Key),
+		Holder:    optionalText(res.Holder),
 		Outcome:   outcomeName(res.Outcome, expectGiven),
 		Seen:      present.Escape(res.Seen),
 		Current:   optionalText(res.Current),

@@ -25,7 +25,7 @@ type RedissonPeer struct {
 // needs a JDK and Debian's Java libraries, which scripts/deps.sh installs as root: without
 // them it skips as an unprivileged user (who may not install them) and fails as root (where
 // `make test` installs them, as in CI).
-func StartRedissonPeer(tb testing.TB, srv *Server) *RedissonPeer {
+func StartRedissonPeer(tb testing.TB, srv *Server, opts ...RedissonPeerOption) *RedissonPeer {
 	tb.Helper()
 	if missing := redissonNeeds(); missing != "" {
 		if os.Geteuid() != 0 {
@@ -38,6 +38,9 @@ func StartRedissonPeer(tb testing.TB, srv *Server) *RedissonPeer {
 	cmd := exec.Command(filepath.Join(filepath.Dir(here), "redissonpeer", "run.sh"), strconv.Itoa(srv.Port))
 	// WATCH_PID: the JVM also stops when this process ends without its cleanup (a test timeout).
 	cmd.Env = append(os.Environ(), "OUT="+events, "TMPDIR="+tb.TempDir(), "WATCH_PID="+strconv.Itoa(os.Getpid()))
+	for _, o := range opts {
+		cmd.Env = append(cmd.Env, string(o))
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		detail := ""
@@ -58,6 +61,13 @@ func StartRedissonPeer(tb testing.TB, srv *Server) *RedissonPeer {
 	})
 	return &RedissonPeer{Events: events}
 }
+
+// RedissonPeerOption adds a case to what the peer holds (its README lists them).
+type RedissonPeerOption string
+
+// RedissonWriterWaits adds case 10: a thread blocked in writeLock().lock() on
+// lock:redisson:rw-read behind its two readers; the event RW-WRITER-ACQUIRED says when it got in.
+const RedissonWriterWaits RedissonPeerOption = "PEER_RW_WRITER=1"
 
 // redissonNeeds names what the peer needs and this machine lacks ("" when nothing).
 func redissonNeeds() string {

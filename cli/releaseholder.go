@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lockscope/lockscope/actions"
+	"github.com/lockscope/lockscope/connect"
+	"github.com/lockscope/lockscope/present"
+)
+
+// readHolderAndConfirm is readAndConfirm for `release KEY --holder ID`: it reads every holder
+// of the shared lock at KEY, shows the one named (what the release will compare) beside the
+// others, and asks. It returns that holder's Seen. Attempts that stop here are audited too.
+func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin, opts *actionOptions) (string, error) {
+	stderr := opts.IO.ErrOut
+	key, holder := present.Escape(opts.Key), present.Escape(opts.Holder)
+	stop := func(seen string, outcome actions.Outcome, cause, err error) (string, error) {
+		attempt := actions.Result{Action: opts.Action, Key: opts.Key, Holder: opts.Holder, Seen: seen, Outcome: outcome}
+		if auditErr := admin.RecordStopped(ctx, attempt, cause, opts.Reason); auditErr != nil {
+			printf(stderr, "lockscope: warning: the audit record was not written: %s\n", t.Redact(auditErr.Error()))
+		}
+		return "", err
+	}
+	hs, err := admin.PeekHolders(ctx, opts.Key)
+	switch {
+	case errors.Is(err, actions.ErrNoHolders):
+		return stop("", actions.Failed, err, withExit(exitUsage, fmt.Errorf("%s is a Redisson semaphore (%d permits available): %w; nothing changed",
+			key, hs.Available, err)))
+	case errors.Is(err, actions.ErrNoKey):
+		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to release", key)))
+	case errors.Is(err, actions.ErrNotShared):
+		return stop("", actions.NotALock, err, withExit(exitUsage, fmt.Errorf("--holder: %s; nothing changed", present.Escape(err.Error()))))
+	case err != nil:
+		return stop("", actions.Failed, err, describeError(t, err))
+	}
+	var h *actions.Holder
+	ids := make([]string, len(hs.Holders))
+	for i := range hs.Holders {
+		ids[i] = present.Escape(hs.Holders[i].ID)
+		if hs.Holders[i].ID == opts.Holder {
+			h = &hs.Holders[i]
+		}
+	}
+	if h == nil {
+		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s has no holder %s (holders now: %s): nothing to release",
+			key, holder, orNone(ids))))
+	}
+	printf(stderr, "%s (%s) is held by %s\n", key, hs.Kind, present.Count(len(hs.Holders), "holder"))
+	for i := range hs.Holders {
+		mark := " "
+		if &hs.Holders[i] == h {
+			mark = ">"
+		}
+		printf(stderr, "%s %s\n", mark, holderText(hs.Holders[i]))
+	}
+	printf(stderr, "  seen       %s\n", present.Quote(h.Seen, 0))
+	if opts.Yes {
+		return h.Seen, nil
+	}
+	ok, err := confirm(opts.IO.In, stderr, present.Sprintf("Release holder %s of %s? [y/N] ", holder, key))
+	if err != nil {
+		return stop(h.Seen, actions.NoTerminal, nil, err)
+	}
+	if !ok {
+		return stop(h.Seen, actions.Declined, nil, withExit(exitOther, errors.New("not confirmed: release not done, nothing changed")))
+	}
+	return h.Seen, nil
+}
+
+// holderText is one holder as the release's question lists it: mode, ID, levels, own TTL, and
+// a lockscope holder's node and trace.
+func holderText(h actions.Holder) present.Safe {
+	ttl := present.Never
+	if h.TTL >= 0 {
+		ttl = present.Duration(h.TTL)
+	}
+	line := present.Sprintf("%s %s ×%d ttl %s", h.Mode.String(), h.ID, h.Count, ttl)
+	if h.Node != "" {
+		line = present.Sprintf("%s node %s trace %s", line, h.Node, present.OrUnknown(h.Trace))
+	}
+	return line
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockscope/lockscope/internal/redistest"
+	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/redis/go-redis/v9"
+)
+
+// `release KEY --holder ID` removes that holder of a read-write lock alone, after showing it
+// beside the others; refusals name why, with their exit codes; the audit trail has the holder.
+func TestCLIReleaseHolder(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	url := redisURL(s.Addr)
+	member := func(op, owner string) string {
+		return protocol.LeaseMember{Mode: protocol.ModeRead, Op: "6f1c0a9e3b2d4c51:" + op,
+			Value: protocol.Value{Node: "api-" + op, AcquiredAt: time.UnixMilli(1764489600123), Rand: owner}}.String()
+	}
+	const ownerA, ownerB = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
+	deadline := float64(time.Now().Add(time.Minute).UnixMilli())
+	c.ZAdd(ctx, "lock:doc", redis.Z{Score: deadline, Member: member("1", ownerA)}, redis.Z{Score: deadline, Member: member("2", ownerB)})
+	c.Set(ctx, "lock:plain", "api-7:-:1764489600123:0123456789abcdef", time.Minute)
+	c.Set(ctx, "lock:sem", "3", 0)
+
+	r := runCLI(t, cliOpts{}, "release", "lock:doc", "--holder", ownerA, "--yes", "--reason", "stuck reader", "--redis", url)
+	expectExit(t, r, exitOK)
+	if !strings.Contains(r.stderr, "> read "+ownerA+" ×1") || !strings.Contains(r.stderr, "  read "+ownerB) ||
+		!strings.Contains(r.stdout, "released holder "+ownerA+" of lock:doc") {
+		t.Errorf("the holder was not shown or not reported:\n%s", r)
+	}
+	if got := c.ZRange(ctx, "lock:doc", 0, -1).Val(); !slices.Equal(got, []string{member("2", ownerB)}) {
+		t.Fatalf("left %q, want B's member", got)
+	}
+
+	// The same holder again: gone (exit 5), naming who holds now. A wrong --expect: 4.
+	r = runCLI(t, cliOpts{}, "release", "lock:doc", "--holder", ownerA, "--yes", "--redis", url)
+	expectExit(t, r, exitGone)
+	if !strings.Contains(r.stderr, "holders now: "+ownerB) {
+		t.Errorf("no list of the holders:\n%s", r)
+	}
+	r = runCLI(t, cliOpts{}, "release", "lock:doc", "--holder", ownerB, "--expect", member("3", ownerB), "--json", "--redis", url)
+	expectExit(t, r, exitChanged)
+	if obj := jsonLines(t, r.stdout)[0]; obj["holder"] != ownerB || obj["outcome"] != "value_differs" || obj["action"] != "release-holder" {
+		t.Errorf("release --holder --json = %v", obj)
+	}
+	r = runCLI(t, cliOpts{}, "release", "lock:doc", "--holder", ownerB, "--expect", member("2", ownerB), "--redis", url)
+	expectExit(t, r, exitOK)
+	if c.Exists(ctx, "lock:doc").Val() != 0 {
+		t.Fatal("the lease set outlived its last holder")
+	}
+
+	// A plain lock and a Redisson RSemaphore have no holder to name: exit 2, one line.
+	for key, says := range map[string]string{"lock:plain": "release it without naming a holder", "lock:sem": "records no holders"} {
+		r = runCLI(t, cliOpts{}, "release", key, "--holder", ownerA, "--yes", "--redis", url)
+		expectExit(t, r, exitUsage)
+		if !strings.Contains(r.stderr, says) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%s: want one line saying %q:\n%s", key, says, r)
+		}
+	}
+	if c.Exists(ctx, "lock:plain", "lock:sem").Val() != 2 {
+		t.Fatal("a refused release touched a key")
+	}
+
+	r = runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	recs := jsonLines(t, r.stdout)
+	last := recs[len(recs)-1] // oldest: the first release
+	if last["holder"] != ownerA || last["action"] != "release-holder" || last["result"] != "released" || last["reason"] != "stuck reader" {
+		t.Errorf("audit record %v", last)
+	}
+}
