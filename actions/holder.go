@@ -175,7 +175,7 @@ func holderScriptArgs(key, id, seen string, cluster bool) (keys []string, args [
 	slices.Sort(members)
 	keys = []string{key}
 	if !cluster || protocol.CompanionsInSlot(key) {
-		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key))
+		keys = append(keys, protocol.WaitQueueKey(key), protocol.WaitPresenceKey(key), protocol.LimitKey(key))
 	}
 	return keys, []any{"lease", id, strings.Join(members, "\n")}, nil
 }

@@ -4,9 +4,9 @@
 -- the layout:
 --
 -- 'lease'        a lockscope lease set (docs/value-format.md "Lease sets"). KEYS[1] the sorted
---                set, KEYS[2] and KEYS[3] its wait queue and presence (absent on a cluster when
---                not in its slot); ARGV[2] the owner (the values' rand), ARGV[3] its members as
---                seen, sorted, one a line.
+--                set, KEYS[2], KEYS[3] and KEYS[4] its wait queue, presence and limit (absent
+--                on a cluster when not in its slot); ARGV[2] the owner (the values' rand),
+--                ARGV[3] its members as seen, sorted, one a line.
 -- 'redisson-rw'  a Redisson RReadWriteLock. KEYS[1] the hash, KEYS[2..] the holder's read
 --                levels' keys ({key}:<owner>:rwlock_timeout:<1..count>); ARGV[2] the owner
 --                "<uuid>:<threadId>", ARGV[3] the lock's channel, ARGV[4] n, ARGV[5..4+2n] the
@@ -38,13 +38,22 @@ end
 
 -- A lease set: drop expired members first (they hold nothing: every writer does so), remove
 -- the owner's members, give the key the latest deadline left as its TTL (or delete it), and
--- wake the first live waiter.
-local function releaseLease(key, owner, seen, queue, presence)
+-- wake the waiters the change may admit, as locklib's release does (wakeLeaseWaiters: the
+-- readers at the head, a writer once the set is empty, as many permit waiters as permits are
+-- free). That wake-up drops the waiters whose presence has passed first (prune); where the ACL
+-- refuses it, the first live waiter
+-- is woken with a read of the queue alone (wakeLiveHead), as release.lua does.
+local function wakeAdmitted(key, queue, presence, free, now)
+  prune(queue, presence, now)
+  wakeLeaseWaiters(key, queue, presence, free)
+end
+
+local function releaseLease(key, owner, seen, queue, presence, limit)
   local now = nowMs()
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  pruneLeases(key, now)
   local mine = {}
   for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-    if string.match(m, '^[rwp]|[^|]+|.*:(%x+)$') == owner then
+    if leaseParts(m) and leaseOwner(m) == owner then
       mine[#mine + 1] = m
     end
   end
@@ -56,14 +65,16 @@ local function releaseLease(key, owner, seen, queue, presence)
     return 'other', table.concat(mine, '\n')
   end
   redis.call('ZREM', key, unpack(mine))
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if #last == 0 then
-    redis.call('DEL', key)
-  else
-    redis.call('PEXPIRE', key, math.max(1, tonumber(last[2]) - now))
-  end
+  leaseExpire(key, now)
   if presence then
-    pcall(wakeLiveHead, key, queue, presence)
+    local free = nil
+    local permits = limit and redis.call('GET', limit)
+    if permits then
+      free = (tonumber(permits) or 1) - redis.call('ZCARD', key)
+    end
+    if not pcall(wakeAdmitted, key, queue, presence, free, now) then
+      pcall(wakeLiveHead, key, queue, presence)
+    end
   end
   return 'match', seen
 end
@@ -168,7 +179,7 @@ if kind ~= want[layout] then
 end
 local status, current
 if layout == 'lease' then
-  status, current = releaseLease(KEYS[1], ARGV[2], ARGV[3], KEYS[2], KEYS[3])
+  status, current = releaseLease(KEYS[1], ARGV[2], ARGV[3], KEYS[2], KEYS[3], KEYS[4])
 elseif layout == 'redisson-rw' then
   status, current = releaseRedissonRW(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[4]))
 else
