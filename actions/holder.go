@@ -180,10 +180,6 @@ func holderScriptArgs(key, id, seen string, cluster bool) (keys []string, args [
 	return keys, []any{"lease", id, strings.Join(members, "\n")}, nil
 }
 
-// redissonNoLease is the deadline RPermitExpirableSemaphore gives a permit acquired without a
-// lease (its nonExpirableTimeout): it never expires.
-const redissonNoLease = 922337203685477
-
 // maxRedissonLevels bounds the read levels whose keys a release names (Redisson writes one
 // key per level: a holder with more re-entries than this is not believed).
 const maxRedissonLevels = 1000
@@ -365,7 +361,7 @@ func peekRedissonSemaphore(ctx context.Context, c redis.UniversalClient, hs *Hol
 		deadline := int64(z.Score)
 		id := hex.EncodeToString([]byte(raw))
 		ttl := time.Duration(max(0, deadline-now.Val().UnixMilli())) * time.Millisecond
-		if deadline == redissonNoLease {
+		if deadline >= scanner.RedissonNoExpiryMs {
 			ttl = -1
 		}
 		hs.Holders = append(hs.Holders, Holder{

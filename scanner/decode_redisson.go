@@ -205,7 +205,7 @@ func redissonPermitsOf(key string) (string, bool) {
 //     waiting clients: each has at least one waiting thread. On a cluster the subscribers may
 //     be on any node (or, sharded, on the slot's), so there only the queue is read and a lock
 //     without one has unknown waiters.
-//   - for a read-write lock, the PTTL of every read level's key (redissonLevelKey, at most
+//   - for a read-write lock, the PTTL of every read level's key (RedissonLevelKey, at most
 //     hashCap a lock): each reader's own lease;
 //   - for a semaphore, the permits of a RPermitExpirableSemaphore (its first hashCap), and
 //     its waiting clients as a plain lock's, on the semaphore's channel.
@@ -238,7 +238,7 @@ func readRedisson(ctx context.Context, rdb redis.Cmdable, locks []Lock, waiters 
 			channels = append(channels, redissonChannel(l))
 		}
 		if l.IsSemaphore() {
-			permits[j] = pipe.ZRangeWithScores(ctx, redissonPermitsKey(l.Key), 0, int64(hashCap)) // one more: tells the cut
+			permits[j] = pipe.ZRangeWithScores(ctx, RedissonPermitsKey(l.Key), 0, int64(hashCap)) // one more: tells the cut
 			continue
 		}
 		tokens[j] = pipe.Get(ctx, redissonPrefixed(redissonTokenPrefix, l.Key))
@@ -301,7 +301,7 @@ func readLevels(ctx context.Context, pipe redis.Pipeliner, l *Lock, hashCap int)
 	var cmds []*redis.DurationCmd
 	for _, h := range l.Shared.Holders {
 		for level := 1; h.Mode == protocol.ModeRead && level <= h.Count && len(cmds) < hashCap; level++ {
-			cmds = append(cmds, pipe.PTTL(ctx, redissonLevelKey(l.Key, h.Field, level)))
+			cmds = append(cmds, pipe.PTTL(ctx, RedissonLevelKey(l.Key, h.Field, level)))
 		}
 	}
 	return cmds
@@ -348,7 +348,7 @@ func applyLevels(l *Lock, cmds []*redis.DurationCmd) {
 				ttl = l.TTL
 			}
 			sh.InUse++
-			h.Leases = append(h.Leases, Lease{Member: redissonLevelKey(l.Key, h.Field, level), TTL: ttl})
+			h.Leases = append(h.Leases, Lease{Member: RedissonLevelKey(l.Key, h.Field, level), TTL: ttl})
 			h.TTL, h.Expired = max(h.TTL, ttl), false
 		}
 	}

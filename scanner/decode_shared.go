@@ -207,7 +207,7 @@ func redissonPermits(l *Lock, permits []redis.Z, cut bool, nowMs int64) {
 		id, _ := z.Member.(string)
 		deadline := int64(z.Score)
 		ttl, expired := leaseTTL(deadline, nowMs)
-		forever := deadline >= redissonNoExpiryMs
+		forever := deadline >= RedissonNoExpiryMs
 		if forever {
 			ttl = 0
 		}
@@ -224,14 +224,14 @@ func redissonPermits(l *Lock, permits []redis.Z, cut bool, nowMs int64) {
 	}
 }
 
-// redissonNoExpiryMs is the score RPermitExpirableSemaphore gives a permit acquired without a
+// RedissonNoExpiryMs is the score RPermitExpirableSemaphore gives a permit acquired without a
 // lease time (its nonExpirableTimeout in 3.52.0, Long.MAX_VALUE / 10^4): it never expires.
-const redissonNoExpiryMs = 922337203685477
+const RedissonNoExpiryMs = 922337203685477
 
-// redissonLevelKey is the key of one read level of an RReadWriteLock's reader (its field):
+// RedissonLevelKey is the key of one read level of an RReadWriteLock's reader (its field):
 // Redisson's suffixName of the lock, then ":<field>:rwlock_timeout:<level>". Each level has
 // its own TTL: the reader's lease is the longest of them.
-func redissonLevelKey(lock, field string, level int) string {
+func RedissonLevelKey(lock, field string, level int) string {
 	return redissonSuffixed(lock, field) + redissonLevelInfix + strconv.Itoa(level)
 }
 
@@ -244,8 +244,9 @@ func redissonSuffixed(name, suffix string) string {
 	return "{" + name + "}:" + suffix
 }
 
-// redissonPermitsKey is a RPermitExpirableSemaphore's set of permits.
-func redissonPermitsKey(sem string) string { return redissonSuffixed(sem, redissonPermitsSuffix[1:]) }
+// RedissonPermitsKey is a RPermitExpirableSemaphore's set of permits: ids (16 raw bytes) scored by
+// their expiry in unix ms.
+func RedissonPermitsKey(sem string) string { return redissonSuffixed(sem, redissonPermitsSuffix[1:]) }
 
 // redissonSemaphoreChannel is where a Redisson semaphore's waiters hear of released permits
 // ("redisson_sc"): its subscribers are waiting clients.

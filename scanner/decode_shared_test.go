@@ -200,7 +200,7 @@ func TestRedissonSharedDecoded(t *testing.T) {
 	forever, _ := hex.DecodeString("ffeeddccbbaa99887766554433221100")
 	must(t, c.Set(ctx, "lock:r:psem2", "1", 0).Err())
 	must(t, c.ZAdd(ctx, "{lock:r:psem2}:timeout", redisZ(float64(now+600000), string(permit)),
-		redisZ(float64(now-5), string(expired)), redisZ(float64(redissonNoExpiryMs), string(forever))).Err())
+		redisZ(float64(now-5), string(expired)), redisZ(float64(RedissonNoExpiryMs), string(forever))).Err())
 
 	census, err := New(target, Options{}).Census(ctx)
 	must(t, err)

@@ -143,7 +143,7 @@ type SharedHolder struct {
 	// Expired: every lease of the holder is past its deadline (it holds nothing), yet stored.
 	Expired bool
 	// NoExpiry: a Redisson permit acquired without a lease time (scored
-	// redissonNoExpiryMs): it is held until released. TTL is 0.
+	// RedissonNoExpiryMs): it is held until released. TTL is 0.
 	NoExpiry bool
 
 	// lockscope only: the holder's value (from its latest-deadline member).
