@@ -138,7 +138,7 @@ func Reported(o Outcome, typedExpect bool) Outcome {
 type Result struct {
 	Action    Action
 	Key       string
-	Holder    string   // ActionReleaseHolder: the holder's ID (Holder.ID)
+	Holder    string   // ActionReleaseHolder: the holder's ID (scanner.SharedHolder.ID)
 	Keys      []string // ActionReleaseTogether: every key (Key is the first)
 	Outcome   Outcome
 	Seen      string           // the expected value the action compared against

@@ -67,8 +67,8 @@ func TestReleaseHolderRedissonPeer(t *testing.T) {
 		t.Fatalf("release the permit: %q %v", res.Outcome, err)
 	}
 	// With no permit out, its permits' set is gone: it reads as a semaphore without holders.
-	if hs, err := a.PeekHolders(ctx, psem); !errors.Is(err, ErrNoHolders) || hs.Available != 3 || len(hs.Holders) != 0 {
-		t.Fatalf("after the release: %+v %v, want 3 available and no permit out", hs, err)
+	if l, err := a.PeekHolders(ctx, psem); !errors.Is(err, ErrNoHolders) || l.Shared.Available != 3 || len(l.Shared.Holders) != 0 {
+		t.Fatalf("after the release: %+v %v, want 3 available and no permit out", l.Shared, err)
 	}
 
 	if _, err := a.PeekHolders(ctx, "lock:redisson:sem"); !errors.Is(err, ErrNoHolders) {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
+	"github.com/lockscope/lockscope/scanner"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,20 +34,28 @@ func zaddIn(t *testing.T, c *redis.Client, key, member string, in time.Duration)
 	}
 }
 
-// holderOf finds id among PeekHolders' answer for key.
-func holderOf(t *testing.T, a *Admin, key, id string) Holder {
+// seenHolder is a holder as PeekHolders read it, with the seen text its release compares.
+type seenHolder struct {
+	scanner.SharedHolder
+	Seen string
+}
+
+// holderOf finds live holder id of key as PeekHolders reads it.
+func holderOf(t *testing.T, a *Admin, key, id string) seenHolder {
 	t.Helper()
-	hs, err := a.PeekHolders(testCtx(t), key)
+	l, err := a.PeekHolders(testCtx(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range hs.Holders {
-		if h.ID == id {
-			return h
-		}
+	h, ok := LiveHolder(&l, id)
+	if !ok {
+		t.Fatalf("%s: no holder %s among %+v", key, id, l.Shared.Holders)
 	}
-	t.Fatalf("%s: no holder %s among %+v", key, id, hs.Holders)
-	return Holder{}
+	seen, err := SeenFor(&l, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seenHolder{h, seen}
 }
 
 // A reader with two levels is removed whole; the other reader, and nothing else, stays; the
@@ -64,16 +74,9 @@ func TestReleaseHolderOfALeaseSet(t *testing.T) {
 	zaddIn(t, c, key, leaseMember(protocol.ModeRead, "4", ownerC), -time.Second)
 	c.PExpire(ctx, key, 90*time.Second)
 
-	hs, err := a.PeekHolders(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hs.Kind != KindLeaseSet || len(hs.Holders) != 2 {
-		t.Fatalf("holders %+v, want A and B (C expired)", hs)
-	}
-	h := hs.Holders[0]
-	if h.ID != ownerA || h.Mode != protocol.ModeRead || h.Count != 2 || h.Seen != strings.Join(slices.Sorted(slices.Values([]string{a1, a2})), "\n") ||
-		h.TTL < 80*time.Second || h.Node != "api-2" {
+	h := holderOf(t, a, key, ownerA)
+	if h.Mode != protocol.ModeRead || h.Count != 2 || h.Seen != strings.Join(slices.Sorted(slices.Values([]string{a1, a2})), "\n") ||
+		h.TTL < 80*time.Second || h.Node != "api-1" {
 		t.Fatalf("holder A = %+v", h)
 	}
 
@@ -115,7 +118,7 @@ func TestReleaseHolderRaces(t *testing.T) {
 	ctx := testCtx(t)
 	a := New(target, Options{})
 	a1, b := leaseMember(protocol.ModeRead, "1", ownerA), leaseMember(protocol.ModeRead, "3", ownerB)
-	setUp := func(key string) Holder {
+	setUp := func(key string) seenHolder {
 		c.Del(ctx, key)
 		zaddIn(t, c, key, a1, 30*time.Second)
 		zaddIn(t, c, key, b, 30*time.Second)
@@ -214,12 +217,12 @@ func TestReleaseHolderRefusals(t *testing.T) {
 	c.RPush(ctx, "lock:list", "x")
 	mustSet(t, c, "lock:redisson:sem", "3", 0)
 	for key, want := range map[string]error{"lock:plain": ErrNotShared, "lock:list": ErrNotShared, "lock:none": ErrNoKey, "lock:redisson:sem": ErrNoHolders} {
-		hs, err := a.PeekHolders(ctx, key)
+		l, err := a.PeekHolders(ctx, key)
 		if !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", key, err, want)
 		}
-		if key == "lock:redisson:sem" && (hs.Kind != KindRedissonSemaphore || hs.Available != 3) {
-			t.Errorf("%s: %+v, want an RSemaphore with 3 available", key, hs)
+		if key == "lock:redisson:sem" && (l.Kind() != scanner.KindSemaphore || l.Shared.Available != 3) {
+			t.Errorf("%s: %+v, want an RSemaphore with 3 available", key, l.Shared)
 		}
 	}
 }
@@ -343,9 +346,9 @@ func TestReleaseHolderOfARedissonPermit(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hs, err := a.PeekHolders(ctx, key)
-	if err != nil || hs.Kind != KindRedissonPermits || hs.Available != 1 || len(hs.Holders) != 2 {
-		t.Fatalf("%+v %v", hs, err)
+	l, err := a.PeekHolders(ctx, key)
+	if err != nil || l.Kind() != scanner.KindPermitSemaphore || l.Shared.Available != 1 || len(l.Shared.Holders) != 2 {
+		t.Fatalf("%+v %v", l.Shared, err)
 	}
 	h := holderOf(t, a, key, "68b48de6cd392916141d807d6e4552b4")
 	if h.Mode != protocol.ModePermit || h.TTL < 9*time.Minute || !strings.HasPrefix(h.Seen, h.ID+" ") {
@@ -371,5 +374,67 @@ func TestReleaseHolderOfARedissonPermit(t *testing.T) {
 	}
 	if res, _ := a.ReleaseHolder(ctx, key, h.ID, h.Seen, ""); res.Outcome != AlreadyGone || c.Get(ctx, key).Val() != "2" {
 		t.Fatalf("a second release: %q, available %s", res.Outcome, c.Get(ctx, key).Val())
+	}
+}
+
+// censusLock is key as the scanner reads it (the console's record).
+func censusLock(t *testing.T, target connect.Target, key string) *scanner.Lock {
+	t.Helper()
+	c, err := scanner.New(target, scanner.Options{Pattern: key}).Census(testCtx(t))
+	if err != nil || len(c.Locks) != 1 {
+		t.Fatalf("census of %s: %d locks %v", key, len(c.Locks), err)
+	}
+	return &c.Locks[0]
+}
+
+// What the console saw of a holder (a scanner record) is what its release compares: a lease
+// set owner in every mode (a writer holding read levels too is released whole), a Redisson
+// reader and writer, a Redisson permit. The seen text is refused once the holder changed.
+func TestSeenForTheCensus(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	a := New(target, Options{})
+	w1, r1 := leaseMember(protocol.ModeWrite, "1", ownerA), leaseMember(protocol.ModeRead, "2", ownerA)
+	zaddIn(t, c, "lock:doc", w1, 30*time.Second)
+	zaddIn(t, c, "lock:doc", r1, 40*time.Second)
+	zaddIn(t, c, "lock:doc", leaseMember(protocol.ModeRead, "3", ownerB), -time.Second) // expired: no level
+	w := redissonClient + ":67"
+	c.HSet(ctx, "lock:r:rw", "mode", "write", w+":write", "1", w, "2")
+	c.PExpire(ctx, "lock:r:rw", 30*time.Second)
+	mustSet(t, c, "lock:r:psem", "2", 0)
+	permit := "\x68\xb4\x8d\xe6\xcd\x39\x29\x16\x14\x1d\x80\x7d\x6e\x45\x52\xb4"
+	zaddIn(t, c, "{lock:r:psem}:timeout", permit, 10*time.Minute)
+	mustSet(t, c, "lock:r:sem", "3", 0)
+
+	for _, key := range []string{"lock:doc", "lock:r:rw", "lock:r:psem"} {
+		l := censusLock(t, target, key)
+		if l.Shared == nil || len(l.Shared.Holders) == 0 {
+			t.Fatalf("%s: census %+v", key, l)
+		}
+		live := slices.IndexFunc(l.Shared.Holders, func(h scanner.SharedHolder) bool { return !h.Expired })
+		h := l.Shared.Holders[live]
+		if dead := slices.IndexFunc(l.Shared.Holders, func(h scanner.SharedHolder) bool { return h.Expired }); dead >= 0 {
+			if _, err := SeenFor(l, l.Shared.Holders[dead]); !errors.Is(err, ErrInexactValue) {
+				t.Errorf("%s: the expired holder: %v, want ErrInexactValue", key, err)
+			}
+		} else if key == "lock:doc" {
+			t.Errorf("%s: no expired holder in %+v", key, l.Shared.Holders)
+		}
+		seen, err := SeenFor(l, h)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if peek := holderOf(t, a, key, h.ID); peek.Seen != seen {
+			t.Errorf("%s: the census's seen %q, PeekHolders' %q", key, seen, peek.Seen)
+		}
+		if res, err := a.ReleaseHolder(ctx, key, h.ID, seen, ""); err != nil || res.Outcome != Released {
+			t.Fatalf("%s: %q %v", key, res.Outcome, err)
+		}
+	}
+	if n := c.Exists(ctx, "lock:doc", "lock:r:rw").Val(); n != 0 {
+		t.Fatalf("%d of the released keys left", n)
+	}
+	if _, err := SeenFor(censusLock(t, target, "lock:r:sem"), scanner.SharedHolder{}); !errors.Is(err, ErrNoHolders) {
+		t.Fatalf("RSemaphore: %v", err)
 	}
 }

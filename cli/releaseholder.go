@@ -9,6 +9,7 @@ import (
 	"github.com/lockscope/lockscope/actions"
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/present"
+	"github.com/lockscope/lockscope/scanner"
 )
 
 // readHolderAndConfirm is readAndConfirm for `release KEY --holder ID`: it reads every holder
@@ -24,11 +25,11 @@ func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.
 		}
 		return "", err
 	}
-	hs, err := admin.PeekHolders(ctx, opts.Key)
+	l, err := admin.PeekHolders(ctx, opts.Key)
 	switch {
 	case errors.Is(err, actions.ErrNoHolders):
 		return stop("", actions.Failed, err, withExit(exitUsage, fmt.Errorf("%s is a Redisson semaphore (%d permits available): %w; nothing changed",
-			key, hs.Available, err)))
+			key, l.Shared.Available, err)))
 	case errors.Is(err, actions.ErrNoKey):
 		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to release", key)))
 	case errors.Is(err, actions.ErrNotShared):
@@ -36,45 +37,47 @@ func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.
 	case err != nil:
 		return stop("", actions.Failed, err, describeError(t, err))
 	}
-	var h *actions.Holder
-	ids := make([]string, len(hs.Holders))
-	for i := range hs.Holders {
-		ids[i] = present.Escape(hs.Holders[i].ID)
-		if hs.Holders[i].ID == opts.Holder {
-			h = &hs.Holders[i]
+	live := l.Shared.Live()
+	h, ok := actions.LiveHolder(&l, opts.Holder)
+	if !ok {
+		ids := make([]string, len(live))
+		for i, o := range live {
+			ids[i] = present.Escape(o.ID)
 		}
-	}
-	if h == nil {
 		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s has no holder %s (holders now: %s): nothing to release",
 			key, holder, orNone(ids))))
 	}
-	printf(stderr, "%s (%s) is held by %s\n", key, hs.Kind, present.Count(len(hs.Holders), "holder"))
-	for i := range hs.Holders {
+	seen, err := actions.SeenFor(&l, h)
+	if err != nil {
+		return stop("", actions.Failed, err, describeError(t, err))
+	}
+	printf(stderr, "%s (%s) is held by %s\n", key, l.Kind(), present.Count(len(live), "holder"))
+	for _, o := range live {
 		mark := " "
-		if &hs.Holders[i] == h {
+		if o.ID == h.ID {
 			mark = ">"
 		}
-		printf(stderr, "%s %s\n", mark, holderText(hs.Holders[i]))
+		printf(stderr, "%s %s\n", mark, holderText(o))
 	}
-	printf(stderr, "  seen       %s\n", present.Quote(h.Seen, 0))
+	printf(stderr, "  seen       %s\n", present.Quote(seen, 0))
 	if opts.Yes {
-		return h.Seen, nil
+		return seen, nil
 	}
-	ok, err := confirm(opts.IO.In, stderr, present.Sprintf("Release holder %s of %s? [y/N] ", holder, key))
+	ok, err = confirm(opts.IO.In, stderr, present.Sprintf("Release holder %s of %s? [y/N] ", holder, key))
 	if err != nil {
-		return stop(h.Seen, actions.NoTerminal, nil, err)
+		return stop(seen, actions.NoTerminal, nil, err)
 	}
 	if !ok {
-		return stop(h.Seen, actions.Declined, nil, withExit(exitOther, errors.New("not confirmed: release not done, nothing changed")))
+		return stop(seen, actions.Declined, nil, withExit(exitOther, errors.New("not confirmed: release not done, nothing changed")))
 	}
-	return h.Seen, nil
+	return seen, nil
 }
 
-// holderText is one holder as the release's question lists it: mode, ID, levels, own TTL, and
-// a lockscope holder's node and trace.
-func holderText(h actions.Holder) present.Safe {
+// holderText is one holder as the release's question lists it: mode, ID, levels, own TTL (as
+// read), and a lockscope holder's node and trace.
+func holderText(h scanner.SharedHolder) present.Safe {
 	ttl := present.Never
-	if h.TTL >= 0 {
+	if !h.NoExpiry {
 		ttl = present.Duration(h.TTL)
 	}
 	line := present.Sprintf("%s %s ×%d ttl %s", h.Mode.String(), h.ID, h.Count, ttl)

@@ -182,3 +182,14 @@ type SharedWaiter struct {
 	Value string        // the value it will hold (node:trace:unix_ms:rand)
 	Entry string        // the queue member exactly as stored
 }
+
+// Live is s's holders that hold something (not Expired), in the order stored.
+func (s *Shared) Live() []SharedHolder {
+	live := make([]SharedHolder, 0, len(s.Holders))
+	for _, h := range s.Holders {
+		if !h.Expired {
+			live = append(live, h)
+		}
+	}
+	return live
+}
