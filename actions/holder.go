@@ -220,6 +220,9 @@ func SeenFor(l *scanner.Lock, h scanner.SharedHolder) (string, error) {
 			same = append(same, o)
 		}
 	}
+	if len(same) == 0 {
+		return "", fmt.Errorf("%w: %s has no holder %q", ErrInexactValue, l.Key, h.ID)
+	}
 	switch {
 	case l.Type == "zset":
 		var members []string

@@ -24,9 +24,9 @@ var (
 // ReleaseTogether deletes every key of a multi-key lock (keys taken together by one
 // ObtainMulti: they all hold the same value, expect) in one script, all or nothing: when any
 // of them holds another value, none is deleted (ChangedHands). Keys already gone are passed over. Each key deleted wakes its
-// first live waiter. On a cluster the keys must share one hash slot, as ObtainMulti's do (Redis
-// refuses a script across slots: the instance's error says CROSSSLOT). One audit record, with
-// every key. OtherKey reads a refusal.
+// first live waiter. On a cluster the keys must share one hash slot, as ObtainMulti's do:
+// keys across slots are refused with ErrBadRequest before anything is sent. One audit record,
+// with every key. OtherKey reads a refusal.
 func (a *Admin) ReleaseTogether(ctx context.Context, keys []string, expect, reason string) (Result, error) {
 	res := Result{Action: ActionReleaseTogether, Keys: keys, Seen: expect}
 	if len(keys) > 0 {
@@ -37,6 +37,15 @@ func (a *Admin) ReleaseTogether(ctx context.Context, keys []string, expect, reas
 	}
 	if len(keys) < 2 || slices.Contains(keys, "") || len(slices.Compact(slices.Sorted(slices.Values(keys)))) != len(keys) {
 		return res, fmt.Errorf("%w: a release together names two keys or more, each once: %q", ErrBadRequest, keys)
+	}
+	if a.target.Mode == connect.Cluster {
+		for _, k := range keys[1:] {
+			if protocol.Slot(k) != protocol.Slot(keys[0]) {
+				return res, fmt.Errorf("%w: %s (slot %d) and %s (slot %d) are in different Redis Cluster hash slots: "+
+					"no multi-key lock holds both (ObtainMulti refuses them); release each on its own",
+					ErrBadRequest, keys[0], protocol.Slot(keys[0]), k, protocol.Slot(k))
+			}
+		}
 	}
 	wake := a.target.Mode != connect.Cluster || !slices.ContainsFunc(keys, func(k string) bool { return !protocol.CompanionsInSlot(k) })
 	scriptKeys := slices.Clone(keys)

@@ -3,9 +3,11 @@ package actions
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
 	"github.com/redis/go-redis/v9"
 )
@@ -63,5 +65,15 @@ func TestReleaseTogether(t *testing.T) {
 		if _, err := a.ReleaseTogether(ctx, bad, lockValue, ""); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%q: %v, want ErrBadRequest", bad, err)
 		}
+	}
+}
+
+// On a cluster, keys in different hash slots were never taken together: refused before
+// anything is sent (this target has no server at all).
+func TestReleaseTogetherRefusesKeysAcrossSlots(t *testing.T) {
+	a := New(connect.Target{Mode: connect.Cluster}, Options{})
+	_, err := a.ReleaseTogether(testCtx(t), []string{"lock:{order-1}:a", "lock:{order-2}:b"}, lockValue, "")
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "different Redis Cluster hash slots") {
+		t.Fatalf("%v, want ErrBadRequest naming the slots", err)
 	}
 }
