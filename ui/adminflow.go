@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -27,12 +28,53 @@ func (m *Model) openDialog(kind dialogKind) {
 		m.setNotice(l.Key+" is not a lock ("+l.Type+"): lockscope never touches it", true)
 		return
 	}
+	if l.Shared != nil {
+		m.openSharedDialog(l, kind)
+		return
+	}
 	var d confirmDialog
 	if kind == dialogRelease {
 		d = newReleaseDialog(l, m.clock(), m.st)
 	} else {
 		d = newExtendDialog(l, m.clock(), m.locks.span(l), m.st)
 	}
+	d.onServer = m.locks.byServer
+	m.dialog = &d
+}
+
+// openSharedDialog is the release of a read-write lock or semaphore l: of the holder under the
+// detail view's cursor, one at a time (the others keep theirs). Extend works on a lock with
+// one holder: each holder of a shared one renews its own lease.
+func (m *Model) openSharedDialog(l *scanner.Lock, kind dialogKind) {
+	h, ok := m.detail.selectedHolder(l)
+	switch {
+	case kind == dialogExtend:
+		m.setNotice("not extended: "+l.Key+" has a lease per holder, which each holder renews; force-release one instead", true)
+	case l.Shared.HoldersUnknown:
+		m.setNotice(l.Key+": Redisson's RSemaphore records no holders, only the permits left: nothing can be released on a holder's behalf", true)
+	case !m.detail.open:
+		m.setNotice(l.Key+" has several holders: open its details (enter), select one (tab) and press d", false)
+	case !ok:
+		m.setNotice(l.Key+" has no live holder: nothing to release", false)
+	default:
+		d := newHolderDialog(l, h, m.clock(), m.st)
+		d.onServer = m.locks.byServer
+		m.dialog = &d
+	}
+}
+
+// openTogetherDialog asks before deleting the selected lock and the keys taken together with
+// it (D in its detail view, once the census search found them).
+func (m *Model) openTogetherDialog() {
+	l := m.selected()
+	if l == nil {
+		return
+	}
+	if _, ok := m.detail.togetherText(l, m.locks.id(l)); !ok {
+		m.setNotice("no other key is known to hold the value of "+l.Key+": nothing to release together", false)
+		return
+	}
+	d := newTogetherDialog(l, m.detail.together.keys, m.clock(), m.st)
 	d.onServer = m.locks.byServer
 	m.dialog = &d
 }
@@ -61,10 +103,17 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 	m.actionSeq++
 	m.pending++
 	admin := m.admin.For(d.lock.Addr) // independent servers: the lock's server only
-	if d.kind == dialogExtend {
+	switch d.kind {
+	case dialogExtend:
 		ttl, _ := d.ttl()
 		m.setNotice("extending "+d.lock.Key+"…", false)
 		return extendCmd(m.ctx, admin, m.actionSeq, d.lock, ttl, d.shortens(), auditReason(d))
+	case dialogReleaseHolder:
+		m.setNotice("releasing holder "+d.holder.ID+" of "+d.lock.Key+"…", false)
+		return releaseHolderCmd(m.ctx, admin, m.actionSeq, d.lock, d.holder, auditReason(d))
+	case dialogReleaseTogether:
+		m.setNotice("releasing "+d.lock.Key+" and the keys taken together with it…", false)
+		return releaseTogetherCmd(m.ctx, admin, m.actionSeq, d.lock, d.together, auditReason(d))
 	}
 	m.setNotice("releasing "+d.lock.Key+"…", false)
 	return releaseCmd(m.ctx, admin, m.actionSeq, d.lock, auditReason(d))
@@ -86,10 +135,16 @@ func auditReason(d *confirmDialog) string {
 func (m *Model) recordDeclined(d *confirmDialog) tea.Cmd {
 	done := "released"
 	attempt := actions.Result{Action: actions.ActionRelease, Key: d.lock.Key, Outcome: actions.Declined}
-	if d.kind == dialogExtend {
+	switch d.kind {
+	case dialogExtend:
 		done = "extended"
 		attempt.Action = actions.ActionExtend
 		attempt.TTL, _ = d.ttl()
+	case dialogReleaseHolder:
+		attempt.Action, attempt.Holder = actions.ActionReleaseHolder, d.holder.ID
+		attempt.Seen, _ = actions.SeenFor(d.lock, d.holder)
+	case dialogReleaseTogether:
+		attempt.Action, attempt.Keys = actions.ActionReleaseTogether, append([]string{d.lock.Key}, d.together...)
 	}
 	m.setNotice("not "+done+": "+d.lock.Key+" (answered No, recorded in the audit trail)", false)
 	if m.admin == nil || m.readOnly {
@@ -120,7 +175,7 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 	}
 	m.setNotice(text, bad)
 	m.events.add(logEntry{at: m.clock(), kind: kindAction, text: text}) // the text names the key
-	if msg.err == nil && (msg.result.Outcome == actions.Released || msg.result.Outcome == actions.AlreadyGone) {
+	if msg.err == nil && msg.action != actions.ActionReleaseHolder && (msg.result.Outcome == actions.Released || msg.result.Outcome == actions.AlreadyGone) {
 		id := m.locks.id(msg.seen)
 		if cur := m.locks.get(id); cur != nil && cur.Value == msg.seen.Value {
 			m.locks.remove(id)
@@ -135,8 +190,13 @@ func (m *Model) onActionDone(msg actionDoneMsg) tea.Cmd {
 func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (string, bool) {
 	key := msg.key
 	verb := "release"
-	if msg.action == actions.ActionExtend {
+	switch msg.action {
+	case actions.ActionExtend:
 		verb = "extend"
+	case actions.ActionReleaseHolder:
+		key = "holder " + msg.holder + " of " + msg.key
+	case actions.ActionReleaseTogether:
+		key = strings.Join(msg.result.Keys, ", ")
 	}
 	if msg.err != nil {
 		if errors.Is(msg.err, actions.ErrReadOnly) {
@@ -150,10 +210,20 @@ func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (s
 	switch r.Outcome {
 	case actions.Released:
 		text = "released " + key + " (was held by " + present.Holder(msg.seen.Value, msg.seen, now) + ")"
+		if msg.action == actions.ActionReleaseHolder {
+			text = "released " + key + " (its other holders keep theirs)"
+		}
 	case actions.Extended:
 		text = "extended " + key + " to " + present.Duration(r.TTL)
 	case actions.ChangedHands:
 		text = "NOT " + verb + "d: " + key + " changed hands, now held by " + present.Holder(r.Current, nil, now)
+		switch msg.action {
+		case actions.ActionReleaseHolder:
+			text = "NOT released: " + key + " holds something else since it was read (re-entered, or another lease)"
+		case actions.ActionReleaseTogether:
+			other, held := actions.OtherKey(r)
+			text = "NOT released: none of " + key + ": " + other + " holds " + present.Holder(held, nil, now) + " now"
+		}
 		bad = true
 	case actions.WouldShorten: // renewed since the dialog read it, or never expiring
 		left := "no expiry"

@@ -34,6 +34,10 @@ type detailPane struct {
 	// zoom is the time the timeline shows (timelineZooms); 0 until the zoom key is pressed:
 	// the default, a demo's short TTLs want a closer look than a service's.
 	zoom time.Duration
+	// holder is the cursor among a shared primitive's live holders (shared.go): d releases it.
+	holder int
+	// together is the search for the other keys of a multi-key lock (shared.go).
+	together together
 }
 
 // valueSize is one key's value size as Redis reports it: STRLEN for a string, else
@@ -61,7 +65,7 @@ const sizeTimeout = 5 * time.Second
 // "server" of independent servers; "" for none). The TTL counts down on the local clock now,
 // the age on the server's (clocks), as in the table. jump explains a fence token that jumped
 // ("" when it did not). pictures are the lock's timeline and figures (timeline.go).
-func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel, jump string, pictures []string, st styles) []string {
+func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scanner.Clocks, stuckAfter time.Duration, waiters map[string]int, addrLabel, jump, together string, pictures []string, st styles) []string {
 	if l == nil {
 		return []string{st.dim.Render("no lock selected")}
 	}
@@ -86,19 +90,27 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scan
 		format += " (" + l.Type + ")"
 	}
 	add("format", format)
-	add("holder", present.OrUnknown(l.Node))
-	add("trace", present.OrUnknown(l.Trace))
-	if !l.AcquiredAt.IsZero() {
+	if l.Shared != nil {
+		lines = append(lines, d.sharedLines(l, width, now, clocks.Now(l, now), st)...)
+	} else {
+		add("holder", present.OrUnknown(l.Node))
+		add("trace", present.OrUnknown(l.Trace))
+	}
+	switch {
+	case l.Shared != nil: // each holder has its own age and TTL (sharedLines)
+	case !l.AcquiredAt.IsZero():
 		serverNow := clocks.Now(l, now)
 		acq := present.Acquired(l, serverNow)
 		if present.Stuck(l, serverNow, stuckAfter) {
 			acq += " " + st.stuck.Render(present.FlagStuck.Label())
 		}
 		addStyled("acquired", acq)
-	} else {
+	default:
 		add("acquired", present.Unknown)
 	}
 	switch {
+	case l.NoExpiry && l.IsSemaphore():
+		add("ttl", present.SemaphoreNoTTL)
 	case l.NoExpiry:
 		addStyled("ttl", st.noExpiry.Render(present.NeverExpires))
 	default:
@@ -114,8 +126,11 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scan
 			addStyled("", st.jumped.Render(jumpMark+" "+present.SafeText(jump, 0))) // names servers the sentinels announced
 		}
 	}
-	if n, ok := waitersOf(l, waiters); ok {
+	if n, ok := waitersOf(l, waiters); ok && (l.Shared == nil || len(l.Shared.Waiters) == 0) {
 		add("waiters", strconv.Itoa(n))
+	}
+	if together != "" {
+		add("together", together)
 	}
 	if addrLabel != "" && l.Addr != "" {
 		add(addrLabel, l.Addr)
@@ -212,7 +227,11 @@ func (m *Model) detailLines(width int) []string {
 		v := timelineView{now: m.now, span: m.timelineSpan(), width: width, st: m.st}
 		pictures = timelineLines(m.history.of(m.table.selKey), v)
 	}
-	return m.detail.lines(l, width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, jump, pictures, m.st)
+	together := ""
+	if l != nil {
+		together, _ = m.detail.togetherText(l, m.locks.id(l))
+	}
+	return m.detail.lines(l, width, m.now, m.status.clocks, m.stuckAfter, m.waiters, addrLabel, jump, together, pictures, m.st)
 }
 
 // timelineSpan is the time the detail view's timeline shows: the zoom chosen, else 15 seconds
@@ -237,11 +256,26 @@ func (m *Model) zoomTimeline() {
 // openDetail shows the selected lock's details from the top; a value read only in part gets
 // its real size asked of Redis.
 func (m *Model) openDetail() tea.Cmd {
-	m.detail.open, m.detail.scroll = true, 0
+	m.detail.open, m.detail.scroll, m.detail.holder = true, 0, 0
 	l := m.selected()
 	if l != nil && m.history.of(m.table.selKey) == nil {
 		m.startHistory(m.table.selKey, l) // not on screen long enough to be tracked yet
 	}
+	return tea.Batch(m.findTogether(l), m.readSize(l))
+}
+
+// findTogether starts the search for the keys taken together with l (a multi-key lock's
+// others), when l may be one.
+func (m *Model) findTogether(l *scanner.Lock) tea.Cmd {
+	if !mayBeMulti(l) {
+		return nil
+	}
+	m.detail.together = together{seq: m.detail.together.seq + 1, id: m.locks.id(l), value: l.Value}
+	return togetherCmd(m.locks.snapshot(), m.detail.together.seq, m.detail.together.id, l.Key, l.Value)
+}
+
+// readSize asks Redis for the size of l's value when the census read only its start.
+func (m *Model) readSize(l *scanner.Lock) tea.Cmd {
 	if l == nil || !l.Truncated {
 		return nil
 	}
@@ -320,6 +354,12 @@ func (m *Model) onDetailKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.scrollDetailTo(math.MaxInt)
 	case key.Matches(msg, k.CopyKey, k.CopyValue):
 		return m.copySelected(key.Matches(msg, k.CopyValue))
+	case key.Matches(msg, k.NextHolder):
+		m.detail.moveHolder(m.selected(), 1)
+	case key.Matches(msg, k.PrevHolder):
+		m.detail.moveHolder(m.selected(), -1)
+	case key.Matches(msg, k.ReleaseTogether):
+		m.openTogetherDialog()
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case m.onActionKey(msg):

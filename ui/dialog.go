@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ type dialogKind int
 const (
 	dialogRelease dialogKind = iota
 	dialogExtend
+	dialogReleaseHolder   // one holder of a read-write lock or semaphore (holder)
+	dialogReleaseTogether // every key of a multi-key lock (together)
 )
 
 // dialogOutcome is what a key did to a dialog.
@@ -62,11 +65,33 @@ type confirmDialog struct {
 	// onServer: of independent servers, where the key alone does not say which lock it is,
 	// the dialog names the lock's server.
 	onServer bool
+	// holder is the holder a dialogReleaseHolder releases, as the census read it; together the
+	// other keys a dialogReleaseTogether deletes with the lock's.
+	holder   scanner.SharedHolder
+	together []string
 }
 
 func newReleaseDialog(l *scanner.Lock, now time.Time, st styles) confirmDialog {
-	d := confirmDialog{kind: dialogRelease, lock: l, openedAt: now}
-	if l.NoExpiry || l.RemainingAt(now) > typedConfirmAbove {
+	return newDeleteDialog(confirmDialog{kind: dialogRelease, lock: l, openedAt: now}, l.NoExpiry, l.RemainingAt(now), st)
+}
+
+// newHolderDialog asks before releasing holder h of shared lock l: typed as a lock's release
+// when the holder itself has long to live.
+func newHolderDialog(l *scanner.Lock, h scanner.SharedHolder, now time.Time, st styles) confirmDialog {
+	left := l.FetchedAt.Add(h.TTL).Sub(now)
+	return newDeleteDialog(confirmDialog{kind: dialogReleaseHolder, lock: l, openedAt: now, holder: h}, h.NoExpiry, left, st)
+}
+
+// newTogetherDialog asks before deleting l and the keys taken together with it.
+func newTogetherDialog(l *scanner.Lock, keys []string, now time.Time, st styles) confirmDialog {
+	d := confirmDialog{kind: dialogReleaseTogether, lock: l, openedAt: now, together: keys}
+	return newDeleteDialog(d, l.NoExpiry, l.RemainingAt(now), st)
+}
+
+// newDeleteDialog completes a dialog that deletes (a lock, a holder, keys): the key must be
+// typed when what it deletes never expires or has more than typedConfirmAbove left.
+func newDeleteDialog(d confirmDialog, noExpiry bool, left time.Duration, st styles) confirmDialog {
+	if noExpiry || left > typedConfirmAbove {
 		d.typed = true
 		d.inputs = append(d.inputs, newDialogInput(st, "type the key to confirm"))
 	}
@@ -252,9 +277,14 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	inner := min(max(width-6, 16), 72)
 	l := d.lock
 	var title, action string
-	if d.kind == dialogRelease {
+	switch d.kind {
+	case dialogRelease:
 		title, action = "Force-release this lock?", "Release"
-	} else {
+	case dialogReleaseHolder:
+		title, action = "Force-release this holder?", "Release"
+	case dialogReleaseTogether:
+		title, action = "Force-release every key taken together?", "Release all"
+	default:
 		title, action = "Extend this lock's TTL?", "Extend"
 	}
 	// safeField shows text already escaped; field escapes text as read from Redis.
@@ -272,17 +302,46 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	if d.onServer {
 		lines = append(lines, field("server", l.Addr))
 	}
-	lines = append(lines,
-		field("holder", present.Holder(l.Value, l, now)),
-		safeField("value", present.Value(l, inner-8)),
-		field("ttl", ttl),
-		"",
-	)
+	deletes := d.kind != dialogExtend
+	switch d.kind {
+	case dialogReleaseHolder:
+		h := d.holder
+		ttl = present.HolderTTL(l, h, now) + " (its own lease)"
+		lines = append(lines, field("holder", fmt.Sprintf("%s %s ×%d", h.Mode, h.ID, h.Count)))
+		if h.Node != "" {
+			lines = append(lines, field("node", h.Node+" (trace "+present.OrUnknown(h.Trace)+")"))
+		}
+		others := len(l.Shared.Live()) - 1
+		lines = append(lines, field("ttl", ttl), field("others", present.Count(others, "other holder")+", untouched"), "")
+	case dialogReleaseTogether:
+		lines = append(lines,
+			field("with", strings.Join(d.together, ", ")),
+			field("holder", present.Holder(l.Value, l, now)),
+			safeField("value", present.Value(l, inner-8)),
+			field("ttl", ttl),
+			"",
+		)
+	default:
+		lines = append(lines,
+			field("holder", present.Holder(l.Value, l, now)),
+			safeField("value", present.Value(l, inner-8)),
+			field("ttl", ttl),
+			"",
+		)
+	}
 	switch {
-	case d.kind == dialogRelease && d.typed:
+	case deletes && d.typed && d.kind == dialogReleaseHolder:
+		lines = append(lines,
+			st.danger.Render("The holder is live. Type the key to confirm:"),
+			d.inputView(0, inner))
+	case deletes && d.typed:
 		lines = append(lines,
 			st.danger.Render("The lock is live. Type its key to confirm:"),
 			d.inputView(0, inner))
+	case d.kind == dialogReleaseHolder:
+		lines = append(lines, "Removed only if it still holds exactly this.")
+	case d.kind == dialogReleaseTogether:
+		lines = append(lines, "Deleted only if every key still holds this value.")
 	case d.kind == dialogRelease:
 		lines = append(lines, "Deleted only if it still holds this value.")
 	default:

@@ -38,6 +38,12 @@ func readOnly(o *Options) { o.ReadOnly = true }
 // has no servers (actions are started but never run in these tests), loaded with fixture().
 func newTestModel(t testing.TB, width, height int, opts ...modelOpt) (*Model, *fakeClock) {
 	t.Helper()
+	return newModelOf(t, width, height, fixture(), opts...)
+}
+
+// newModelOf is newTestModel loaded with locks.
+func newModelOf(t testing.TB, width, height int, locks []scanner.Lock, opts ...modelOpt) (*Model, *fakeClock) {
+	t.Helper()
 	clk := &fakeClock{t: t0}
 	o := Options{
 		Target: testTarget,
@@ -53,7 +59,7 @@ func newTestModel(t testing.TB, width, height int, opts ...modelOpt) (*Model, *f
 	m := newModel(context.Background(), o, nil, nil)
 	m.Update(tea.ColorProfileMsg{Profile: colorprofile.TrueColor})
 	m.Update(tea.WindowSizeMsg{Width: width, Height: height})
-	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: fixture()})
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 1, Locks: locks})
 	feed(m, scanner.Update{Kind: scanner.UpdatePassDone, Gen: 1, Census: scanner.Census{FetchedAt: t0.Add(-40 * time.Millisecond), Duration: 38 * time.Millisecond}})
 	return m, clk
 }
@@ -94,7 +100,8 @@ func feed(m *Model, u scanner.Update) {
 	runSync(m, cmd)
 }
 
-// runSync executes the commands that finish by themselves (view builds) and feeds their
+// runSync executes the commands that finish by themselves (view builds, the search for keys
+// taken together) and feeds their
 // messages back; blocking ones (stream readers, ticks) are not run.
 func runSync(m *Model, cmd tea.Cmd) {
 	if cmd == nil {
@@ -108,7 +115,7 @@ func runSync(m *Model, cmd tea.Cmd) {
 		return
 	}
 	switch msg.(type) {
-	case viewBuiltMsg, viewPartialMsg:
+	case viewBuiltMsg, viewPartialMsg, togetherMsg:
 		_, next := m.Update(msg)
 		runSync(m, next)
 	}

@@ -17,7 +17,10 @@ type keyMap struct {
 	CopyKey, CopyValue     key.Binding // OSC 52, from the table or the detail view
 	Command                key.Binding // the `:` command line (:context, :pattern)
 	Zoom                   key.Binding // the detail view's timeline: the time it shows
-	Complete               key.Binding // tab in the command line
+	// The detail view of a read-write lock or semaphore: the holder cursor; of a multi-key
+	// lock: release every key taken together.
+	NextHolder, PrevHolder, ReleaseTogether key.Binding
+	Complete                                key.Binding // tab in the command line
 	// ReadOnlyHint is d or e in read-only mode, answered with why nothing happens (no help
 	// entry: the actions do not exist there).
 	ReadOnlyHint key.Binding
@@ -29,32 +32,35 @@ type keyMap struct {
 
 func newKeyMap(readOnly bool) keyMap {
 	k := keyMap{
-		Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:      key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown:    key.NewBinding(key.WithKeys("pgdown", "ctrl+f", "space"), key.WithHelp("pgdn", "page down")),
-		Top:         key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first")),
-		Bottom:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last")),
-		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		ClearFilter: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear/close")),
-		SortTTL:     key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "sort by ttl")),
-		SortAge:     key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "sort by age")),
-		SortKey:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "sort by key")),
-		SortHol:     key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "sort by holder")),
-		Detail:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
-		Events:      key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "event log")),
-		Overview:    key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "contention")),
-		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
-		ForceQuit:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
-		Release:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release")),
-		Extend:      key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend ttl")),
-		Audit:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "audit trail")),
-		CopyKey:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy key")),
-		CopyValue:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "copy value")),
-		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "context/pattern")),
-		Zoom:        key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "zoom timeline")),
-		Complete:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
+		Up:              key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:            key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:          key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:        key.NewBinding(key.WithKeys("pgdown", "ctrl+f", "space"), key.WithHelp("pgdn", "page down")),
+		Top:             key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first")),
+		Bottom:          key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last")),
+		Filter:          key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		ClearFilter:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear/close")),
+		SortTTL:         key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "sort by ttl")),
+		SortAge:         key.NewBinding(key.WithKeys("A"), key.WithHelp("A", "sort by age")),
+		SortKey:         key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "sort by key")),
+		SortHol:         key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "sort by holder")),
+		Detail:          key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details")),
+		Events:          key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "event log")),
+		Overview:        key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "contention")),
+		Help:            key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:            key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		ForceQuit:       key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		Release:         key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release")),
+		Extend:          key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend ttl")),
+		Audit:           key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "audit trail")),
+		CopyKey:         key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy key")),
+		CopyValue:       key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "copy value")),
+		Command:         key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "context/pattern")),
+		Zoom:            key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "zoom timeline")),
+		NextHolder:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next holder")),
+		PrevHolder:      key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous holder")),
+		ReleaseTogether: key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "release all keys together")),
+		Complete:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "complete")),
 		// In a dialog with a text input, left/right move in the text: only tab switches buttons.
 		SwitchButton: key.NewBinding(key.WithKeys("tab", "shift+tab"), key.WithHelp("tab", "switch button")),
 		ArrowButton:  key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "switch button")),
@@ -71,6 +77,7 @@ func newKeyMap(readOnly bool) keyMap {
 		// Read-only: the mutating actions are not merely refused, they do not exist.
 		k.Release.SetEnabled(false)
 		k.Extend.SetEnabled(false)
+		k.ReleaseTogether.SetEnabled(false)
 	} else {
 		k.ReadOnlyHint.SetEnabled(false)
 	}
@@ -91,10 +98,19 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	}
 }
 
-// detailHelp is the footer while the detail view is open.
-func (k keyMap) detailHelp() []key.Binding {
+// detailHelp is the footer while the detail view is open: of a shared lock (holders to pick
+// and release one by one), of a lock with keys taken together (together: D), of another lock.
+func (k keyMap) detailHelp(shared, together bool) []key.Binding {
 	scroll := key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓ pgup/pgdn", "scroll"))
 	closeIt := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close"))
+	switch {
+	case shared:
+		release := key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "release holder"), key.WithDisabled())
+		release.SetEnabled(k.Release.Enabled())
+		return []key.Binding{k.NextHolder, release, scroll, k.Zoom, k.CopyKey, closeIt, k.Quit}
+	case together:
+		return []key.Binding{scroll, k.Zoom, k.CopyKey, k.CopyValue, k.Release, k.ReleaseTogether, k.Extend, closeIt, k.Quit}
+	}
 	return []key.Binding{scroll, k.Zoom, k.CopyKey, k.CopyValue, k.Release, k.Extend, closeIt, k.Quit}
 }
 

@@ -140,8 +140,8 @@ func (t *term) match(l *scanner.Lock, now time.Time, stuckAfter time.Duration, g
 		return meta != "" && containsFold(meta, t.text)
 	case termStuck:
 		return present.Stuck(l, now, stuckAfter)
-	case termNoExpiry:
-		return l.NoExpiry
+	case termNoExpiry: // a semaphore's key has no TTL by design: its permits expire
+		return l.NoExpiry && !l.IsSemaphore()
 	case termWaiters:
 		return l.HasWaiters && l.Waiters > 0
 	case termNothing:

@@ -76,6 +76,7 @@ type actionDoneMsg struct {
 	id     uint64
 	action actions.Action
 	key    string
+	holder string        // ActionReleaseHolder: the holder's ID
 	seen   *scanner.Lock // the record the operator confirmed against
 	result actions.Result
 	err    error

@@ -272,6 +272,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case valueSizeMsg:
 		m.onValueSize(msg)
 		return nil
+	case togetherMsg:
+		m.onTogether(msg)
+		return nil
 	case sessionMsg:
 		return m.onSession(msg)
 	case tea.KeyPressMsg:

@@ -57,7 +57,7 @@ func TestDetailsAgreeWithCLI(t *testing.T) {
 	st := monoStyles()
 	for _, l := range presenttest.Locks() {
 		want := presenttest.Details[l.Key]
-		fields := paneFields(strings.Join(detailPane{}.lines(l, 200, presenttest.Now, nil, presenttest.StuckAfter, nil, "", "", nil, st), "\n"))
+		fields := paneFields(strings.Join(detailPane{}.lines(l, 200, presenttest.Now, nil, presenttest.StuckAfter, nil, "", "", "", nil, st), "\n"))
 		if !strings.HasPrefix(fields["acquired"], want.Acquired) || !strings.HasPrefix(fields["ttl"], want.TTL) {
 			t.Errorf("%s: acquired %q ttl %q, want %+v", l.Key, fields["acquired"], fields["ttl"], want)
 		}

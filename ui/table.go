@@ -157,7 +157,7 @@ func layoutColumns(width int, vis []*scanner.Lock, servers bool, jumped func(*sc
 	c.fenceW = minFence
 	for _, l := range vis {
 		wantKey = max(wantKey, len(l.Key))
-		wantHolder = max(wantHolder, len(l.Node))
+		wantHolder = max(wantHolder, len(present.HolderText(l)))
 		wantTrace = max(wantTrace, len(l.Trace))
 		if l.HasFence {
 			w := len(strconv.FormatInt(l.Fence, 10))
@@ -322,7 +322,7 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 	}
 	sb.WriteString(cell(l.Key, c.key))
 	if c.holder > 0 {
-		sb.WriteString(" " + cell(present.OrUnknown(l.Node), c.holder))
+		sb.WriteString(" " + holderCell(present.HolderText(l), c.holder))
 	}
 	if c.trace > 0 {
 		sb.WriteString(" " + cell(present.OrUnknown(l.Trace), c.trace))
@@ -384,6 +384,18 @@ func (c tableColumns) row(l *scanner.Lock, selected bool, rc rowContext) string 
 		return st.late.Render(line)
 	}
 	return line
+}
+
+// holderCell fits a HOLDER text into width cells as cell does, except that a shared lock's
+// holder named with its mode ("6841f7a9-…:67 (write)", present.HolderText) keeps the mode and
+// loses the end of the name: the mode is what tells a writer from a lock's holder.
+func holderCell(text string, width int) string {
+	at := strings.LastIndex(text, " (")
+	if at < 0 || !strings.HasSuffix(text, ")") || len(text) <= width || width < len(text)-at+2 {
+		return cell(text, width)
+	}
+	mode := text[at:]
+	return cell(text[:at], width-len(mode)) + present.SafeText(mode, 0)
 }
 
 // ttlBarCell is the TTL bar: the fraction of the lock's TTL left, against the longest TTL seen

@@ -136,7 +136,9 @@ func (m *Model) render() string {
 		case m.dialog != nil:
 			bindings = m.keys.dialogHelp()
 		case m.detail.open:
-			bindings = m.keys.detailHelp()
+			l := m.selected()
+			_, together := m.detail.togetherText(l, m.locks.id(l))
+			bindings = m.keys.detailHelp(l != nil && l.Shared != nil, together && l != nil)
 		case m.overview.open:
 			bindings = m.keys.overviewHelp()
 		}

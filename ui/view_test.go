@@ -119,8 +119,27 @@ func TestEverySizeFits(t *testing.T) {
 			typeKeys(m, "enter")
 		},
 	}
+	// Shared primitives (sharedFixture): the table, a detail view with holders and waiters, the
+	// per-holder dialog, a multi-key lock's detail view and the dialog releasing its keys.
+	shared := map[string]func(*Model){
+		"shared table":  func(*Model) {},
+		"shared detail": func(m *Model) { selectKey(t, m, "lock:pool:db"); runSync(m, typeKeys(m, "enter")) },
+		"holder dialog": func(m *Model) { selectKey(t, m, "lock:doc:7"); runSync(m, typeKeys(m, "enter")); typeKeys(m, "d") },
+		"together dialog": func(m *Model) {
+			selectKey(t, m, "lock:{order-1}:payment")
+			runSync(m, typeKeys(m, "enter"))
+			typeKeys(m, "D")
+		},
+	}
+	for name, setup := range shared {
+		states[name] = setup
+	}
 	for name, setup := range states {
-		m, _ := newTestModel(t, 80, 24)
+		locks := fixture()
+		if _, ok := shared[name]; ok {
+			locks = sharedFixture()
+		}
+		m, _ := newModelOf(t, 80, 24, locks)
 		setup(m)
 		for _, w := range []int{1, 2, 5, 10, 15, 19, 20, 21, 30, 40, 59, 60, 61, 80, 109, 110, 130} {
 			for _, h := range []int{1, 2, 3, 5, 7, 8, 10, 14, 15, 16, 20, 24, 31, 40} {
