@@ -129,3 +129,15 @@ func grantedAtExpiry(t *testing.T, l *Lock, deadline int64) {
 		t.Fatalf("granted %d ms after the deadline of the lease it waited for (want 0 to 800)", late)
 	}
 }
+
+// waitWakeSubscription waits until c's wake-up subscription is up on the server (it starts
+// after c's first waiting attempt): a wake-up published before it would be lost, and cost
+// the waiter a poll.
+func waitWakeSubscription(t *testing.T, rdb *redis.Client, c *Client) {
+	t.Helper()
+	channel := protocol.WakeChannelPrefix + c.id
+	redistest.Eventually(t, "the wake-up subscription of "+c.id, func() bool {
+		n, err := rdb.PubSubNumSub(context.Background(), channel).Result()
+		return err == nil && n[channel] == 1
+	})
+}

@@ -546,12 +546,7 @@ func TestRWReleaseAdmitsQueuedReadersTogether(t *testing.T) {
 			got <- l
 		}()
 		waitForWaiters(t, rdb, key, i+1)
-		// Its Client's wake-up subscription is up (it starts after the first attempt):
-		// a wake-up published before would be lost, and cost a poll.
-		redistest.Eventually(t, "the reader's wake-up subscription", func() bool {
-			n, err := rdb.PubSubNumSub(ctx, protocol.WakeChannelPrefix+r.id).Result()
-			return err == nil && n[protocol.WakeChannelPrefix+r.id] == 1
-		})
+		waitWakeSubscription(t, rdb, r)
 	}
 	// The server's messages in the order it published them, on one connection: the
 	// release script publishes its wake-ups, then its released event.

@@ -264,7 +264,7 @@ func TestSemaphorePermitLostWhenRemoved(t *testing.T) {
 // none until fewer than the new limit are out.
 func TestSemaphoreResize(t *testing.T) {
 	srv := redistest.Start(t)
-	c, _ := newTestClient(t, srv)
+	c, rdb := newTestClient(t, srv)
 	slow, _ := newTestClient(t, srv, WithBackoff(time.Second, 5*time.Second))
 	ctx := testCtx(t, 20*time.Second)
 	const key = "lock:sem:resize"
@@ -282,6 +282,7 @@ func TestSemaphoreResize(t *testing.T) {
 		})
 		waitForSemWaiters(t, sem, i+1)
 	}
+	waitWakeSubscription(t, rdb, slow)
 	resized := time.Now()
 	if err := sem.Resize(ctx, 3); err != nil {
 		t.Fatal(err)
