@@ -14,7 +14,7 @@ import (
 )
 
 var resultFields = map[string]string{
-	"action": "string", "key": "string", "holder": "string|null", "outcome": "string", "seen": "string", "current": "string|null",
+	"action": "string", "key": "string", "holder": "string|null", "keys": "array|null", "outcome": "string", "seen": "string", "current": "string|null",
 	"ttl_ms": "int|null", "instances": "array", "audit_error": "string|null",
 }
 

@@ -99,9 +99,7 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 		}
 		j.Error = optionalText(t.Redact(r.Error))
 		j.Holder = optionalText(r.Holder)
-		for _, k := range r.Keys {
-			j.Keys = append(j.Keys, present.SafeText(k, 0))
-		}
+		j.Keys = escapedKeys(r.Keys)
 		if r.Action == actions.ActionExtend {
 			ms := r.TTL.Milliseconds()
 			j.TTLMs = &ms

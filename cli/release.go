@@ -26,10 +26,12 @@ func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 		Long: "Force-release a lock with a compare-and-delete: the key is deleted only if it still holds the\n" +
 			"expected value. Without --expect the current value is read, shown, and confirmed on the terminal\n" +
 			"(or by --yes). With --holder ID, only that holder of a read-write lock or semaphore is removed,\n" +
-			"only if it still holds exactly what was shown. Exit codes: 0 released, 4 changed hands or differs\n" +
-			"from --expect (nothing deleted), 5 already gone.",
+			"only if it still holds exactly what was shown; with --together K2, a multi-key lock's keys go all\n" +
+			"or nothing. Exit codes: 0 released, 4 changed hands or differs from --expect (nothing deleted),\n" +
+			"5 already gone.",
 	}, opts, getenv)
 	cmd.Flags().StringVar(&opts.Holder, "holder", "", "release only this holder of a read-write lock or semaphore (its ID as show prints it)")
+	cmd.Flags().StringArrayVar(&opts.Together, "together", nil, "another key of a multi-key lock, released with KEY all or nothing (repeat for each)")
 	return cmd
 }
 
@@ -64,6 +66,7 @@ type actionOptions struct {
 	TTL         time.Duration // extend
 	Shorten     bool          // extend: --allow-shorten, a TTL below the one left is meant
 	Holder      string        // release --holder: one holder of a shared lock
+	Together    []string      // release --together: the other keys of a multi-key lock
 	JSON        bool
 	Server      string // --server: one of several independent servers
 }
@@ -85,6 +88,17 @@ func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key
 			err = withExit(exitUsage, errors.New("--holder needs a holder ID (show KEY lists them)"))
 		}
 		o.Action = actions.ActionReleaseHolder
+	}
+	if err == nil && len(o.Together) > 0 {
+		if o.Holder != "" {
+			return withExit(exitUsage, errors.New("--holder and --together do not go together: a multi-key lock has one holder"))
+		}
+		for i, k := range o.Together {
+			if o.Together[i], err = printedArg("--together", k); err != nil {
+				return err
+			}
+		}
+		o.Action = actions.ActionReleaseTogether
 	}
 	return err
 }
@@ -115,8 +129,11 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	expect := opts.Expect
 	if !opts.ExpectGiven {
 		read := readAndConfirm
-		if opts.Action == actions.ActionReleaseHolder {
+		switch opts.Action {
+		case actions.ActionReleaseHolder:
 			read = readHolderAndConfirm
+		case actions.ActionReleaseTogether:
+			read = readTogetherAndConfirm
 		}
 		if expect, err = read(ctx, t, admin, opts); err != nil {
 			return err
@@ -127,6 +144,8 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	switch {
 	case opts.Action == actions.ActionReleaseHolder:
 		res, err = admin.ReleaseHolder(ctx, opts.Key, opts.Holder, expect, opts.Reason)
+	case opts.Action == actions.ActionReleaseTogether:
+		res, err = admin.ReleaseTogether(ctx, append([]string{opts.Key}, opts.Together...), expect, opts.Reason)
 	case opts.Action == actions.ActionExtend && opts.Shorten:
 		res, err = admin.ExtendAllowingShorten(ctx, opts.Key, expect, opts.TTL, opts.Reason)
 	case opts.Action == actions.ActionExtend:
@@ -306,8 +325,11 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 	switch res.Outcome {
 	case actions.Released:
 		line = present.Sprintf("released %s (value %s)", key, seen)
-		if res.Action == actions.ActionReleaseHolder {
+		switch res.Action {
+		case actions.ActionReleaseHolder:
 			line = present.Sprintf("released holder %s of %s (seen %s)", res.Holder, key, seen)
+		case actions.ActionReleaseTogether:
+			line = present.Sprintf("released %s together (value %s)", strings.Join(res.Keys, ", "), seen)
 		}
 	case actions.Extended:
 		line = present.Sprintf("extended %s: ttl %s (value %s)", key, present.Duration(res.TTL), seen)
@@ -318,6 +340,10 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 			line = present.Sprintf("not done: holder %s of %s differs from --expect\n  --expect   %s", res.Holder, key, present.Quote(res.Seen, 0))
 		case res.Action == actions.ActionReleaseHolder:
 			line = present.Sprintf("not done: holder %s of %s changed since it was read (it renewed into another level, re-entered or left)", res.Holder, key)
+		case res.Action == actions.ActionReleaseTogether:
+			other, held := actions.OtherKey(res)
+			line = present.Sprintf("not done: %s holds %s, not %s: none of %s released\n  value now  %s",
+				other, present.Holder(held, nil, now), seen, strings.Join(res.Keys, ", "), present.Quote(held, 0))
 		case expectGiven:
 			line = present.Sprintf("not done: the lock's value differs from --expect: %s is held by %s\n  --expect   %s",
 				key, present.Holder(res.Current, nil, now), present.Quote(res.Seen, 0))
@@ -338,7 +364,7 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 		return err
 	}
 	if len(res.Instances) < 2 {
-		if res.Outcome == actions.ChangedHands { // the exact value, for a new --expect
+		if res.Outcome == actions.ChangedHands && res.Action != actions.ActionReleaseTogether { // the exact value, for a new --expect
 			return printf(w, "  value now  %s\n", present.Quote(res.Current, 0))
 		}
 		return nil
@@ -386,6 +412,7 @@ type resultJSON struct {
 	Action     string               `json:"action"`
 	Key        string               `json:"key"`
 	Holder     *string              `json:"holder"`
+	Keys       []string             `json:"keys"`
 	Outcome    string               `json:"outcome"`
 	Seen       string               `json:"seen"`
 	Current    *string              `json:"current"`
@@ -406,6 +433,7 @@ func writeResultJSON(w io.Writer, res actions.Result, t connect.Target, expectGi
 		Action:    string(res.Action),
 		Key:       present.Escape(res.Key),
 		Holder:    optionalText(res.Holder),
+		Keys:      escapedKeys(res.Keys),
 		Outcome:   outcomeName(res.Outcome, expectGiven),
 		Seen:      present.Escape(res.Seen),
 		Current:   optionalText(res.Current),
@@ -430,6 +458,15 @@ func writeResultJSON(w io.Writer, res actions.Result, t connect.Target, expectGi
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(j)
+}
+
+// escapedKeys is keys as every key is printed (nil stays nil: JSON null).
+func escapedKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, present.Escape(k))
+	}
+	return out
 }
 
 func optionalText(s string) *string {

@@ -76,3 +76,45 @@ func TestCLIReleaseHolder(t *testing.T) {
 		t.Errorf("audit record %v", last)
 	}
 }
+
+// `release KEY --together K2` deletes a multi-key lock's keys all or nothing, after showing each
+// key's value; a key holding another value refuses them all (exit 4, naming it).
+func TestCLIReleaseTogether(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	url := redisURL(s.Addr)
+	const value, other = "api-7:req-9:1764489600123:00112233445566ff", "w-2:-:1764489600123:fedcba9876543210"
+	c.Set(ctx, "lock:{o}:a", value, time.Minute)
+	c.Set(ctx, "lock:{o}:b", other, time.Minute)
+
+	r := runCLI(t, cliOpts{}, "release", "lock:{o}:a", "--together", "lock:{o}:b", "--yes", "--redis", url)
+	expectExit(t, r, exitChanged)
+	if !strings.Contains(r.stderr, "another value, so none would be released") || !strings.Contains(r.stdout, "not done: lock:{o}:b holds w-2") {
+		t.Errorf("the differing key is not named:\n%s", r)
+	}
+	if c.Exists(ctx, "lock:{o}:a", "lock:{o}:b").Val() != 2 {
+		t.Fatal("a refused release together deleted a key")
+	}
+
+	c.Set(ctx, "lock:{o}:b", value, time.Minute)
+	r = runCLI(t, cliOpts{}, "release", "lock:{o}:a", "--together", "lock:{o}:b", "--yes", "--reason", "stuck order", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	obj := jsonLines(t, r.stdout)[0]
+	checkFields(t, "release --together --json", obj, resultFields)
+	if keys, _ := obj["keys"].([]any); obj["action"] != "release-together" || obj["outcome"] != "released" || len(keys) != 2 {
+		t.Errorf("release --together --json = %v", obj)
+	}
+	if c.Exists(ctx, "lock:{o}:a", "lock:{o}:b").Val() != 0 {
+		t.Fatal("keys left after a release together")
+	}
+
+	r = runCLI(t, cliOpts{}, "release", "lock:{o}:a", "--together", "lock:{o}:b", "--holder", "x", "--redis", url)
+	expectExit(t, r, exitUsage)
+
+	r = runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	if rec := jsonLines(t, r.stdout)[0]; rec["action"] != "release-together" || rec["reason"] != "stuck order" || len(rec["keys"].([]any)) != 2 {
+		t.Errorf("audit record %v", rec)
+	}
+}
