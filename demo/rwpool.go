@@ -36,10 +36,6 @@ const (
 // Timings of the rw-pool scenario, in TTLs of the run.
 const (
 	leaseFaultEveryTTLs = 1.5 // a fault this often: pauses and crashes in turn
-	// fenceRetentionTTLs keeps the document's fence counter this long after each write
-	// grant: a read grant's token is the counter, and a counter gone with a crashed
-	// writer's lease would hand readers 0, below the document's version.
-	fenceRetentionTTLs = 100
 )
 
 // pauseModes are the holders the rw-pool scenario freezes in turn (the fault between two

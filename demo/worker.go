@@ -103,9 +103,9 @@ func (c *Controller) newIncarnation(w *worker) (*incarnation, error) {
 	var locks *locklib.Client
 	var err error
 	if c.leases != nil {
-		// rw-pool: one instance (Config.withDefaults); the document's fence outlives a
-		// crashed writer's lease, so that the next readers' tokens still order them.
-		locks = locklib.New(inc.clients[0], locklib.WithNode(w.name), locklib.WithFenceRetention(ttls(c.cfg.TTL, fenceRetentionTTLs)))
+		// rw-pool: one instance (Config.withDefaults). No fence retention: a read after the
+		// document's counter expired gets a clock token above its version (locklib).
+		locks = locklib.New(inc.clients[0], locklib.WithNode(w.name))
 	} else {
 		// Redlock's default per-instance timeout (5 ms + ttl/20) assumes servers that answer
 		// in a millisecond; the embedded servers run Lua in Go, slower under load, and a

@@ -18,8 +18,8 @@
 -- position}: status 1 taken, 0 not taken, -2 op has ended (a late copy of a request of an
 -- Obtain that already returned: it must not take a lease for nobody), -4 upgrade refused.
 -- The token of a write grant is drawn from the fence counter (as a lock's); a read grant
--- and a re-entered write report the counter as it is ('0' when there is none): a read never
--- draws one.
+-- and a re-entered write report the counter as it is, except that a read that finds no
+-- counter sets it from the server's clock first (readToken).
 local key, fence, queue, presence, done = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, op, beforeStamp, afterStamp = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, owner, entry = tonumber(ARGV[5]), ARGV[6], ARGV[7]
@@ -48,6 +48,18 @@ local function counter()
     return last
   end
   return '0'
+end
+
+-- readToken is a new read grant's token: the counter, or when it has gone (the lock was free
+-- longer than its lifetime) the server's clock, written as the counter, as a write's token
+-- would be (nextToken). So a read's token is never 0: it is at least the last write's and
+-- below the next write's, which a resource that fences reads needs.
+local function readToken()
+  local c = counter()
+  if c ~= '0' then
+    return c
+  end
+  return nextToken(fence, fenceTTL, last, us)
 end
 
 local mine, ownerRead, ownerWrite, writer, latest = nil, false, false, nil, nil
@@ -112,7 +124,7 @@ end
 
 -- Re-entry by an owner that holds a lease: at once, whoever waits.
 if mode == 'r' and (ownerRead or ownerWrite) then
-  return grant(counter())
+  return grant(readToken())
 end
 if mode == 'w' and ownerWrite then
   return grant(currentToken(fence, fenceTTL, last))
@@ -145,7 +157,7 @@ else
     end
   end
   if not blocker and not writerAhead then
-    return grant(counter())
+    return grant(readToken())
   end
   if not blocker then
     blocker = latest -- readers hold it, and a writer waits ahead of us for them

@@ -18,10 +18,11 @@ var ErrUpgrade = fmt.Errorf("%w: upgrade read→write is not supported: two read
 // when no writer holds the lock and no writer waits ahead of it in the queue, so a stream of
 // readers never starves a writer (docs/locklib.md, "Read-write locks"). Each reader's lease
 // expires on its own. The returned Lock works as Obtain's (Release, Refresh, watchdog,
-// Lost); its Token is the fencing counter when it was granted (the last write's token, 0
-// if none): a read never draws one. With Reentrant(owner), an owner that holds a read or a
-// write lease enters again at once: ObtainRead while holding the write lease, then
-// Release of the write lease, is a downgrade.
+// Lost); its Token is the fencing counter when it was granted (the last write's token), or
+// when there is none, the server's clock, which then becomes the counter: never 0, at least
+// the last write's token and below the next write's. With Reentrant(owner), an owner that
+// holds a read or a write lease enters again at once: ObtainRead while holding the write
+// lease, then Release of the write lease, is a downgrade.
 func (c *Client) ObtainRead(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.obtain(ctx, obtainCall{name: "ObtainRead", kind: kindRead, key: key, ttl: ttl, wait: true}, opts)
 }

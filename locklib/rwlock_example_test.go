@@ -33,7 +33,7 @@ func ExampleClient_ObtainRead() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("two readers, read token:", r2.Token())
+	fmt.Println("two readers, same read token:", r1.Token() == r2.Token())
 
 	_, err = c.TryObtainWrite(ctx, key, 10*time.Second)
 	fmt.Println("writer while reading, not obtained:", errors.Is(err, locklib.ErrNotObtained))
@@ -56,7 +56,7 @@ func ExampleClient_ObtainRead() {
 	defer r3.Release(ctx)
 	fmt.Println("reader after the write reports its token:", r3.Token() == w.Token())
 	// Output:
-	// two readers, read token: 0
+	// two readers, same read token: true
 	// writer while reading, not obtained: true
 	// writer, fresh token: true
 	// reader after the write reports its token: true

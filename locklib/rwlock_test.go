@@ -59,8 +59,10 @@ func TestRWReadersShareWriterExcludes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a second reader: %v", err)
 	}
-	if r1.Token() != 0 || r2.Token() != 0 {
-		t.Fatalf("reader tokens %d, %d before any write, want 0", r1.Token(), r2.Token())
+	// Before any write there is no counter: the first read sets it from the server's clock,
+	// and the second reads it.
+	if r1.Token() <= 0 || r2.Token() != r1.Token() {
+		t.Fatalf("reader tokens %d, %d before any write, want one clock token", r1.Token(), r2.Token())
 	}
 	if got := rwMembers(t, rdb, key); len(got[protocol.ModeRead]) != 2 {
 		t.Fatalf("members %v, want two readers", got)
@@ -92,8 +94,8 @@ func TestRWReadersShareWriterExcludes(t *testing.T) {
 	if wait := time.Since(begin); wait > 150*time.Millisecond {
 		t.Errorf("the writer got in %v after the last reader left: not woken", wait)
 	}
-	if w.Token() <= 0 {
-		t.Fatalf("write token %d", w.Token())
+	if w.Token() <= r1.Token() {
+		t.Fatalf("write token %d, want above the readers' %d", w.Token(), r1.Token())
 	}
 	if _, err := c.TryObtainRead(ctx, key, time.Second); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("TryObtainRead with a writer in: %v, want ErrNotObtained", err)
@@ -108,6 +110,20 @@ func TestRWReadersShareWriterExcludes(t *testing.T) {
 	}
 	if r3.Token() != w.Token() {
 		t.Fatalf("a reader after the write reports token %d, want the write's %d", r3.Token(), w.Token())
+	}
+	// A read after the counter has gone (expired: the lock was free longer than its
+	// lifetime) gets a clock token above the last write's, never 0: a resource that refuses
+	// reads below the version it holds still serves it.
+	mustRelease(t, r3)
+	if err := rdb.Del(ctx, protocol.FenceKey(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r3, err = c.TryObtainRead(ctx, key, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.Token() <= w.Token() {
+		t.Fatalf("a reader after the counter went reports token %d, want above the last write's %d", r3.Token(), w.Token())
 	}
 	w2, err := c.TryObtainWrite(ctx, key+":2", time.Second)
 	if err != nil {
@@ -437,7 +453,7 @@ func TestRWEvents(t *testing.T) {
 		typ, mode, value, trace string
 		token                   int64
 	}{
-		{"acquired", "read", r.Value(), "t-r", 0},
+		{"acquired", "read", r.Value(), "t-r", r.Token()},
 		{"waiting", "write", "", "t-w", 0},
 		{"renewed", "read", r.Value(), "t-r", 0},
 		{"released", "read", r.Value(), "t-r", 0},
