@@ -106,6 +106,20 @@ func TestFunctionsRefusedByACL(t *testing.T) {
 			if u.functions && (fcalls != 6 || scripts != 0) || !u.functions && (fcalls > 1 || scripts < 6) {
 				t.Fatalf("%d FCALLs and %d scripts for 3 cycles (functions: %v)", fcalls, scripts, u.functions)
 			}
+			// The multi-key scripts run either way too.
+			m, err := c.ObtainMulti(ctx, []string{"lock:acl:a", "lock:acl:b"}, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Refresh(ctx, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := m.TTL(ctx); err != nil || d <= 0 {
+				t.Fatalf("TTL %v, %v", d, err)
+			}
+			if err := m.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }
