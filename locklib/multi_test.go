@@ -381,8 +381,9 @@ func TestMultiLateAcquireTakesNothing(t *testing.T) {
 			_ = l.Release(context.Background())
 			t.Fatal("ObtainMulti returned a lock after its context ended")
 		}
-		if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v, want ErrNotObtained and the context's error", err)
+		if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) ||
+			!strings.Contains(err.Error(), `multi-key lock on "lock:multi-late:a", "lock:multi-late:b"`) {
+			t.Fatalf("err = %v, want ErrNotObtained and the context's error, naming the keys", err)
 		}
 		<-ran
 		for _, key := range keys {

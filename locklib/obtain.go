@@ -83,7 +83,7 @@ func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption)
 	queued := false
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(req, attempt-1, began, ctxEnded(key, err), finish)
+			return nil, c.giveUp(req, attempt-1, began, ctxEnded(req.subject(), err), finish)
 		}
 		req.start = time.Now()
 		req.waited = req.start.Sub(began)
@@ -91,7 +91,7 @@ func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption)
 		latency := time.Since(req.start)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, c.giveUp(req, attempt, began, ctxEnded(key, ctxErr), finish)
+				return nil, c.giveUp(req, attempt, began, ctxEnded(req.subject(), ctxErr), finish)
 			}
 			return nil, c.giveUp(req, attempt, began, backendError("acquire", key, err), finish)
 		}
@@ -102,7 +102,7 @@ func (c *Client) obtain(ctx context.Context, call obtainCall, opts []LockOption)
 			c.abandon(req)
 			req.op = c.nextOpID()
 			if !wait {
-				err := fmt.Errorf("%w: %q was taken, but the answer came after its ttl had run out", ErrNotObtained, key)
+				err := fmt.Errorf("%w: %s was taken, but the answer came after its ttl had run out", ErrNotObtained, req.subject())
 				finish(Observation{Type: EventNotObtained, Key: key, Attempts: 1, Wait: time.Since(began),
 					Latency: latency, Err: err})
 				return nil, err
@@ -167,10 +167,10 @@ func (c *Client) abandon(req acquireRequest) {
 	}
 }
 
-// ctxEnded is the error of an Obtain whose context ended first: errors.Is finds both
-// ErrNotObtained and the context's error.
-func ctxEnded(key string, ctxErr error) error {
-	return fmt.Errorf("%w: %q: %w", ErrNotObtained, key, ctxErr)
+// ctxEnded is the error of an Obtain whose context ended first (subject names what it would
+// have taken: req.subject()): errors.Is finds both ErrNotObtained and the context's error.
+func ctxEnded(subject string, ctxErr error) error {
+	return fmt.Errorf("%w: %s: %w", ErrNotObtained, subject, ctxErr)
 }
 
 func notObtained(k kind, key string, res acquireResult) error {

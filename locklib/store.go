@@ -2,6 +2,7 @@ package locklib
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/lockscope/lockscope/locklib/protocol"
@@ -126,6 +127,14 @@ type acquireRequest struct {
 	// set is every key of a multi-key lock, in the caller's order (key is the first); nil
 	// for the other kinds.
 	set []string
+}
+
+// subject names what req takes in a message: its quoted key, or a multi-key lock's keys.
+func (req acquireRequest) subject() string {
+	if req.set != nil {
+		return setName(req.set)
+	}
+	return strconv.Quote(req.key)
 }
 
 // lockedKeys are the keys req takes: its set, or its one key.
