@@ -95,9 +95,14 @@ const (
 	ActionExtend  Action = "extend"
 	// ActionReleaseHolder removes one holder of a lock several hold at once (ReleaseHolder).
 	ActionReleaseHolder Action = "release-holder"
+	// ActionExtendHolder re-times one holder of a lock several hold at once (ExtendHolder).
+	ActionExtendHolder Action = "extend-holder"
 	// ActionReleaseTogether deletes every key of a multi-key lock at once (ReleaseTogether).
 	ActionReleaseTogether Action = "release-together"
 )
+
+// Extends reports whether the action sets a TTL (extend, extend-holder): its records carry it.
+func (a Action) Extends() bool { return a == ActionExtend || a == ActionExtendHolder }
 
 // Outcome is what an action did, overall or on one instance.
 type Outcome string
@@ -138,7 +143,7 @@ func Reported(o Outcome, typedExpect bool) Outcome {
 type Result struct {
 	Action    Action
 	Key       string
-	Holder    string   // ActionReleaseHolder: the holder's ID (scanner.SharedHolder.ID)
+	Holder    string   // ActionReleaseHolder, ActionExtendHolder: the holder's ID (scanner.SharedHolder.ID)
 	Keys      []string // ActionReleaseTogether: every key (Key is the first)
 	Outcome   Outcome
 	Seen      string           // the expected value the action compared against

@@ -113,7 +113,7 @@ func (a *Admin) auditValues(res Result, actionErr error, reason string) []any {
 		keys, _ := json.Marshal(res.Keys) // keys may hold any byte: a JSON array keeps them apart
 		v = append(v, "keys", string(keys))
 	}
-	if res.Action == ActionExtend {
+	if res.Action.Extends() {
 		v = append(v, "ttl_ms", strconv.FormatInt(res.TTL.Milliseconds(), 10))
 	}
 	if actionErr != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockscope/lockscope/connect"
 	"github.com/lockscope/lockscope/locklib/protocol"
@@ -64,7 +65,32 @@ func (a *Admin) ReleaseHolder(ctx context.Context, key, id, seen, reason string)
 	if err != nil {
 		return res, err
 	}
+	args = append(args, "release", "0")
 	err = a.runEverywhere(ctx, &res, holderReleaseScript, holderReleaseSource, Released, keys, args, reason)
+	return res, err
+}
+
+// ExtendHolder gives holder id of the shared lock at key ttl from now, when it still holds
+// exactly seen (as ReleaseHolder compares it): each of its leases (a lease set's members, a
+// Redisson reader's levels, a writer's hash, a permit) is raised to ttl, the key lives as long
+// as its latest lease, and the other holders are left as they are. It never shortens: a
+// holder whose leases all live longer is left as it is (WouldShorten, TTLLeft its longest).
+// A Redisson permit's new deadline is on the server's clock (Redisson scores them on its
+// client's). One audit record (action extend-holder). Errors as for ReleaseHolder.
+func (a *Admin) ExtendHolder(ctx context.Context, key, id, seen string, ttl time.Duration, reason string) (Result, error) {
+	res := Result{Action: ActionExtendHolder, Key: key, Holder: id, Seen: seen, TTL: ttl}
+	if a.opts.ReadOnly {
+		return res, ErrReadOnly
+	}
+	if ttl < time.Millisecond {
+		return res, fmt.Errorf("%w: extend needs a TTL of at least 1ms, got %v", ErrBadRequest, ttl)
+	}
+	keys, args, err := holderScriptArgs(key, id, seen, a.target.Mode == connect.Cluster)
+	if err != nil {
+		return res, err
+	}
+	args = append(args, "extend", strconv.FormatInt(ttl.Milliseconds(), 10))
+	err = a.runEverywhere(ctx, &res, holderReleaseScript, holderReleaseSource, Extended, keys, args, reason)
 	return res, err
 }
 

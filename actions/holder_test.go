@@ -438,3 +438,70 @@ func TestSeenForTheCensus(t *testing.T) {
 		t.Fatalf("RSemaphore: %v", err)
 	}
 }
+
+// ExtendHolder raises one holder's leases to the TTL (the key follows its latest lease), never
+// lowers them, leaves the other holders as they are, and refuses a holder that changed.
+func TestExtendHolder(t *testing.T) {
+	target, c, _ := standalone(t)
+	ctx := testCtx(t)
+	a := New(target, Options{Operator: "alice@ops"})
+	a1, b := leaseMember(protocol.ModeRead, "1", ownerA), leaseMember(protocol.ModeRead, "2", ownerB)
+	zaddIn(t, c, "lock:doc", a1, 10*time.Second)
+	zaddIn(t, c, "lock:doc", b, 20*time.Second)
+	c.PExpire(ctx, "lock:doc", 20*time.Second)
+	bBefore := c.ZScore(ctx, "lock:doc", b).Val()
+
+	h := holderOf(t, a, "lock:doc", ownerA)
+	res, err := a.ExtendHolder(ctx, "lock:doc", h.ID, h.Seen, time.Minute, "deploy")
+	if err != nil || res.Outcome != Extended {
+		t.Fatalf("%q %v", res.Outcome, err)
+	}
+	if left := time.Until(time.UnixMilli(int64(c.ZScore(ctx, "lock:doc", a1).Val()))); left < 55*time.Second {
+		t.Fatalf("A's lease has %v left, want about a minute", left)
+	}
+	if c.ZScore(ctx, "lock:doc", b).Val() != bBefore {
+		t.Fatal("B's lease was touched")
+	}
+	if pttl := c.PTTL(ctx, "lock:doc").Val(); pttl < 55*time.Second {
+		t.Fatalf("key PTTL %v, want A's new deadline", pttl)
+	}
+	if res, _ := a.ExtendHolder(ctx, "lock:doc", h.ID, h.Seen, 10*time.Second, ""); res.Outcome != WouldShorten || res.TTLLeft < 50*time.Second {
+		t.Fatalf("a shorter TTL: %q %v, want would_shorten with A's time left", res.Outcome, res.TTLLeft)
+	}
+	zaddIn(t, c, "lock:doc", leaseMember(protocol.ModeRead, "3", ownerA), time.Second) // A re-entered
+	if res, _ := a.ExtendHolder(ctx, "lock:doc", h.ID, h.Seen, 2*time.Minute, ""); res.Outcome != ChangedHands {
+		t.Fatalf("after a re-entry: %q", res.Outcome)
+	}
+
+	// A Redisson reader: its levels' keys and the hash; a permit: its deadline.
+	r := redissonClient + ":65"
+	c.HSet(ctx, "lock:r:rw", "mode", "read", r, "1")
+	c.PExpire(ctx, "lock:r:rw", 5*time.Second)
+	mustSet(t, c, "{lock:r:rw}:"+r+":rwlock_timeout:1", "1", 5*time.Second)
+	hr := holderOf(t, a, "lock:r:rw", r)
+	if res, err := a.ExtendHolder(ctx, "lock:r:rw", hr.ID, hr.Seen, time.Minute, ""); err != nil || res.Outcome != Extended {
+		t.Fatalf("Redisson reader: %q %v", res.Outcome, err)
+	}
+	for _, k := range []string{"lock:r:rw", "{lock:r:rw}:" + r + ":rwlock_timeout:1"} {
+		if pttl := c.PTTL(ctx, k).Val(); pttl < 55*time.Second {
+			t.Fatalf("%s PTTL %v after the extend", k, pttl)
+		}
+	}
+	mustSet(t, c, "lock:r:psem", "2", 0)
+	zaddIn(t, c, "{lock:r:psem}:timeout", "\x68\xb4\x8d\xe6\xcd\x39\x29\x16\x14\x1d\x80\x7d\x6e\x45\x52\xb4", 5*time.Second)
+	hp := holderOf(t, a, "lock:r:psem", "68b48de6cd392916141d807d6e4552b4")
+	if res, err := a.ExtendHolder(ctx, "lock:r:psem", hp.ID, hp.Seen, time.Minute, ""); err != nil || res.Outcome != Extended {
+		t.Fatalf("permit: %q %v", res.Outcome, err)
+	}
+	if hp2 := holderOf(t, a, "lock:r:psem", hp.ID); hp2.TTL < 55*time.Second {
+		t.Fatalf("permit TTL %v after the extend", hp2.TTL)
+	}
+
+	recs, err := a.Audit(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[len(recs)-1]; r.Action != ActionExtendHolder || r.Holder != ownerA || r.TTL != time.Minute || r.Result != Extended || r.Reason != "deploy" {
+		t.Fatalf("record %+v", r)
+	}
+}

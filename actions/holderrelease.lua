@@ -15,9 +15,17 @@
 --                available, KEYS[2] its permits ({key}:timeout); ARGV[2] the permit id (16
 --                raw bytes), ARGV[3] its deadline as seen, ARGV[4] the semaphore's channel.
 --
--- Returns {status, current} as holder.lua does: 'match' (released), 'other' (the holder now
--- holds something else: current is what, in the seen form), 'gone' (the key or the holder is
--- not there), 'type' (the key is not of the layout: current its type).
+-- The last two ARGV are the operation and a TTL in ms: 'release' (the TTL unused) removes the
+-- holder; 'extend' gives each of its leases that TTL from now where that is longer (never
+-- shorter: ZADD GT for lease set members and permits, PEXPIRE only upwards for Redisson's keys)
+-- and the key the latest deadline, or answers 'longer' with the holder's TTL left (ms) when
+-- every lease already lives longer.
+--
+-- Returns {status, current} as holder.lua does: 'match' (released or extended), 'other' (the
+-- holder now holds something else: current is what, in the seen form), 'gone' (the key or the
+-- holder is not there), 'type' (the key is not of the layout: current its type), 'longer'.
+
+local OP, TTL = ARGV[#ARGV - 1], tonumber(ARGV[#ARGV])
 
 local function sameSet(list, text)
   local want, n = {}, 0
@@ -64,6 +72,20 @@ local function releaseLease(key, owner, seen, queue, presence, limit)
   if not sameSet(mine, seen) then
     return 'other', table.concat(mine, '\n')
   end
+  if OP == 'extend' then
+    local longest = 0
+    for _, m in ipairs(mine) do
+      longest = math.max(longest, tonumber(redis.call('ZSCORE', key, m)) - now)
+    end
+    if longest >= TTL then
+      return 'longer', tostring(longest)
+    end
+    for _, m in ipairs(mine) do
+      redis.call('ZADD', key, 'XX', 'GT', now + TTL, m)
+    end
+    leaseExpire(key, now)
+    return 'match', seen
+  end
   redis.call('ZREM', key, unpack(mine))
   leaseExpire(key, now)
   if presence then
@@ -108,6 +130,27 @@ local function releaseRedissonRW(key, owner, channel, npairs)
   end
   if not same then
     return 'other', cur
+  end
+  if OP == 'extend' then
+    -- A reader's lease is its levels' keys, a writer's the hash: each is raised to TTL, never
+    -- lowered, and the hash lives at least as long as every level (as Redisson keeps it).
+    local longest = redis.call('PTTL', key)
+    if #KEYS > 1 then
+      longest = -3
+      for i = 2, #KEYS do
+        longest = math.max(longest, redis.call('PTTL', KEYS[i]))
+      end
+    end
+    if longest == -1 or longest >= TTL then
+      return 'longer', tostring(longest)
+    end
+    for i = 1, #KEYS do
+      local left = redis.call('PTTL', KEYS[i])
+      if left >= 0 and left < TTL then
+        redis.call('PEXPIRE', KEYS[i], TTL)
+      end
+    end
+    return 'match', cur
   end
   redis.call('HDEL', key, owner, owner .. ':write')
   for i = 2, #KEYS do
@@ -161,6 +204,15 @@ local function releasePermit(available, permits, id, deadline, channel)
   end
   if tonumber(score) ~= tonumber(deadline) then
     return 'other', hexOf(id) .. ' ' .. string.format('%d', tonumber(score))
+  end
+  if OP == 'extend' then
+    -- The deadline is on the server's clock here (Redisson scores it on its client's).
+    local now = nowMs()
+    if tonumber(score) - now >= TTL then
+      return 'longer', string.format('%d', tonumber(score) - now)
+    end
+    redis.call('ZADD', permits, 'XX', 'GT', now + TTL, id)
+    return 'match', hexOf(id) .. ' ' .. string.format('%d', now + TTL)
   end
   redis.call('ZREM', permits, id)
   local left = redis.call('INCR', available)

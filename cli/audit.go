@@ -100,7 +100,7 @@ func writeAuditJSON(w io.Writer, records []actions.AuditRecord, t connect.Target
 		j.Error = optionalText(t.Redact(r.Error))
 		j.Holder = optionalText(r.Holder)
 		j.Keys = escapedKeys(r.Keys)
-		if r.Action == actions.ActionExtend {
+		if r.Action.Extends() {
 			ms := r.TTL.Milliseconds()
 			j.TTLMs = &ms
 		}

@@ -30,7 +30,6 @@ func newReleaseCmd(ios IOStreams, getenv func(string) string) *cobra.Command {
 			"or nothing. Exit codes: 0 released, 4 changed hands or differs from --expect (nothing deleted),\n" +
 			"5 already gone.",
 	}, opts, getenv)
-	cmd.Flags().StringVar(&opts.Holder, "holder", "", "release only this holder of a read-write lock or semaphore (its ID as show prints it)")
 	cmd.Flags().StringArrayVar(&opts.Together, "together", nil, "another key of a multi-key lock, released with KEY all or nothing (repeat for each)")
 	return cmd
 }
@@ -49,6 +48,7 @@ func newActionCmd(cmd *cobra.Command, opts *actionOptions, getenv func(string) s
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why, recorded in the audit trail")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as one JSON object")
+	cmd.Flags().StringVar(&opts.Holder, "holder", "", "act on this holder of a read-write lock or semaphore only (its ID as show prints it)")
 	addServerFlag(cmd, &opts.Server)
 	return cmd
 }
@@ -87,7 +87,11 @@ func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key
 		if o.Holder, err = printedArg("--holder", o.Holder); err == nil && o.Holder == "" {
 			err = withExit(exitUsage, errors.New("--holder needs a holder ID (show KEY lists them)"))
 		}
-		o.Action = actions.ActionReleaseHolder
+		o.Action = map[actions.Action]actions.Action{actions.ActionRelease: actions.ActionReleaseHolder,
+			actions.ActionExtend: actions.ActionExtendHolder}[o.Action]
+		if o.Shorten {
+			return withExit(exitUsage, errors.New("--allow-shorten does not go with --holder: a holder's lease is never shortened"))
+		}
 	}
 	if err == nil && len(o.Together) > 0 {
 		if o.Holder != "" {
@@ -106,7 +110,7 @@ func (o *actionOptions) fill(cmd *cobra.Command, getenv func(string) string, key
 // runAction is release and extend: refuse in read-only mode, find the expected value (flag or
 // read + confirm), act through actions.Admin, print the result and map it to the exit code.
 func runAction(ctx context.Context, opts *actionOptions) error {
-	if opts.Action == actions.ActionExtend && opts.TTL < time.Millisecond { // PEXPIRE's unit
+	if opts.Action.Extends() && opts.TTL < time.Millisecond { // PEXPIRE's unit
 		return withExit(exitUsage, fmt.Errorf("--ttl is required and must be at least 1ms (e.g. --ttl 30s)"))
 	}
 	if opts.Conn.ReadOnly {
@@ -130,7 +134,7 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	if !opts.ExpectGiven {
 		read := readAndConfirm
 		switch opts.Action {
-		case actions.ActionReleaseHolder:
+		case actions.ActionReleaseHolder, actions.ActionExtendHolder:
 			read = readHolderAndConfirm
 		case actions.ActionReleaseTogether:
 			read = readTogetherAndConfirm
@@ -144,6 +148,8 @@ func runAction(ctx context.Context, opts *actionOptions) error {
 	switch {
 	case opts.Action == actions.ActionReleaseHolder:
 		res, err = admin.ReleaseHolder(ctx, opts.Key, opts.Holder, expect, opts.Reason)
+	case opts.Action == actions.ActionExtendHolder:
+		res, err = admin.ExtendHolder(ctx, opts.Key, opts.Holder, expect, opts.TTL, opts.Reason)
 	case opts.Action == actions.ActionReleaseTogether:
 		res, err = admin.ReleaseTogether(ctx, append([]string{opts.Key}, opts.Together...), expect, opts.Reason)
 	case opts.Action == actions.ActionExtend && opts.Shorten:
@@ -333,12 +339,15 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 		}
 	case actions.Extended:
 		line = present.Sprintf("extended %s: ttl %s (value %s)", key, present.Duration(res.TTL), seen)
+		if res.Action == actions.ActionExtendHolder {
+			line = present.Sprintf("extended holder %s of %s: ttl %s (seen %s)", res.Holder, key, present.Duration(res.TTL), seen)
+		}
 	case actions.ChangedHands:
 		line = present.Sprintf("not done: %s changed hands, now held by %s", key, present.Holder(res.Current, nil, now))
 		switch {
-		case res.Action == actions.ActionReleaseHolder && expectGiven:
+		case res.Holder != "" && expectGiven:
 			line = present.Sprintf("not done: holder %s of %s differs from --expect\n  --expect   %s", res.Holder, key, present.Quote(res.Seen, 0))
-		case res.Action == actions.ActionReleaseHolder:
+		case res.Holder != "":
 			line = present.Sprintf("not done: holder %s of %s changed since it was read (it renewed into another level, re-entered or left)", res.Holder, key)
 		case res.Action == actions.ActionReleaseTogether:
 			other, held := actions.OtherKey(res)
@@ -350,9 +359,13 @@ func writeResult(w io.Writer, res actions.Result, t connect.Target, now time.Tim
 		}
 	case actions.WouldShorten:
 		line = present.Sprintf("not done: %s", shortenRefusal(key, res.TTLLeft, res.TTL))
+		if res.Action == actions.ActionExtendHolder {
+			line = present.Sprintf("not done: holder %s of %s has %s left, more than --ttl %s: a holder's lease is never shortened",
+				res.Holder, key, present.Duration(res.TTLLeft), present.Duration(res.TTL))
+		}
 	case actions.AlreadyGone:
 		line = present.Sprintf("not done: %s is already gone", key)
-		if res.Action == actions.ActionReleaseHolder {
+		if res.Holder != "" {
 			line = present.Sprintf("not done: holder %s of %s is already gone", res.Holder, key)
 		}
 	case actions.NotALock:
@@ -439,7 +452,7 @@ func writeResultJSON(w io.Writer, res actions.Result, t connect.Target, expectGi
 		Current:   optionalText(res.Current),
 		Instances: make([]instanceResultJSON, 0, len(res.Instances)),
 	}
-	if res.Action == actions.ActionExtend {
+	if res.Action.Extends() {
 		ms := res.TTL.Milliseconds()
 		j.TTLMs = &ms
 	}

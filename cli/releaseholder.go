@@ -12,14 +12,18 @@ import (
 	"github.com/lockscope/lockscope/scanner"
 )
 
-// readHolderAndConfirm is readAndConfirm for `release KEY --holder ID`: it reads every holder
-// of the shared lock at KEY, shows the one named (what the release will compare) beside the
-// others, and asks. It returns that holder's Seen. Attempts that stop here are audited too.
+// readHolderAndConfirm is readAndConfirm for `release KEY --holder ID` and `extend KEY --holder
+// ID`: it reads every holder of the shared lock at KEY, shows the one named (what the action
+// will compare) beside the others, and asks. It returns that holder's Seen. Attempts that stop here are audited too.
 func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin, opts *actionOptions) (string, error) {
 	stderr := opts.IO.ErrOut
 	key, holder := present.Escape(opts.Key), present.Escape(opts.Holder)
+	verb := "release"
+	if opts.Action.Extends() {
+		verb = "extend"
+	}
 	stop := func(seen string, outcome actions.Outcome, cause, err error) (string, error) {
-		attempt := actions.Result{Action: opts.Action, Key: opts.Key, Holder: opts.Holder, Seen: seen, Outcome: outcome}
+		attempt := actions.Result{Action: opts.Action, Key: opts.Key, Holder: opts.Holder, Seen: seen, TTL: opts.TTL, Outcome: outcome}
 		if auditErr := admin.RecordStopped(ctx, attempt, cause, opts.Reason); auditErr != nil {
 			printf(stderr, "lockscope: warning: the audit record was not written: %s\n", t.Redact(auditErr.Error()))
 		}
@@ -31,7 +35,7 @@ func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.
 		return stop("", actions.Failed, err, withExit(exitUsage, fmt.Errorf("%s is a Redisson semaphore (%d permits available): %w; nothing changed",
 			key, l.Shared.Available, err)))
 	case errors.Is(err, actions.ErrNoKey):
-		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to release", key)))
+		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, verb)))
 	case errors.Is(err, actions.ErrNotShared):
 		return stop("", actions.NotALock, err, withExit(exitUsage, fmt.Errorf("--holder: %s; nothing changed", present.Escape(err.Error()))))
 	case err != nil:
@@ -44,8 +48,8 @@ func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.
 		for i, o := range live {
 			ids[i] = present.Escape(o.ID)
 		}
-		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s has no holder %s (holders now: %s): nothing to release",
-			key, holder, orNone(ids))))
+		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s has no holder %s (holders now: %s): nothing to %s",
+			key, holder, orNone(ids), verb)))
 	}
 	seen, err := actions.SeenFor(&l, h)
 	if err != nil {
@@ -63,12 +67,16 @@ func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.
 	if opts.Yes {
 		return seen, nil
 	}
-	ok, err = confirm(opts.IO.In, stderr, present.Sprintf("Release holder %s of %s? [y/N] ", holder, key))
+	question := present.Sprintf("Release holder %s of %s? [y/N] ", holder, key)
+	if opts.Action == actions.ActionExtendHolder {
+		question = present.Sprintf("Set the TTL of holder %s of %s to %s? [y/N] ", holder, key, present.Duration(opts.TTL))
+	}
+	ok, err = confirm(opts.IO.In, stderr, question)
 	if err != nil {
 		return stop(seen, actions.NoTerminal, nil, err)
 	}
 	if !ok {
-		return stop(seen, actions.Declined, nil, withExit(exitOther, errors.New("not confirmed: release not done, nothing changed")))
+		return stop(seen, actions.Declined, nil, withExit(exitOther, fmt.Errorf("not confirmed: %s not done, nothing changed", verb)))
 	}
 	return seen, nil
 }

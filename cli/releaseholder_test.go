@@ -118,3 +118,31 @@ func TestCLIReleaseTogether(t *testing.T) {
 		t.Errorf("audit record %v", rec)
 	}
 }
+
+// `extend KEY --holder ID --ttl` re-times that holder alone, never shortening it.
+func TestCLIExtendHolder(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	url := redisURL(s.Addr)
+	const owner = "aaaaaaaaaaaaaaaa"
+	m := protocol.LeaseMember{Mode: protocol.ModePermit, Op: "6f1c0a9e3b2d4c51:1",
+		Value: protocol.Value{Node: "api-1", AcquiredAt: time.UnixMilli(1764489600123), Rand: owner}}.String()
+	c.ZAdd(ctx, "lock:pool", redis.Z{Score: float64(time.Now().Add(10 * time.Second).UnixMilli()), Member: m})
+
+	r := runCLI(t, cliOpts{}, "extend", "lock:pool", "--holder", owner, "--ttl", "1m", "--yes", "--json", "--redis", url)
+	expectExit(t, r, exitOK)
+	if obj := jsonLines(t, r.stdout)[0]; obj["action"] != "extend-holder" || obj["outcome"] != "extended" || obj["ttl_ms"] != 60000.0 || obj["holder"] != owner {
+		t.Errorf("extend --holder --json = %v", obj)
+	}
+	if left := time.Until(time.UnixMilli(int64(c.ZScore(ctx, "lock:pool", m).Val()))); left < 55*time.Second {
+		t.Fatalf("the permit has %v left", left)
+	}
+	r = runCLI(t, cliOpts{}, "extend", "lock:pool", "--holder", owner, "--ttl", "5s", "--yes", "--redis", url)
+	expectExit(t, r, exitUsage)
+	if !strings.Contains(r.stdout, "a holder's lease is never shortened") {
+		t.Errorf("no reason given:\n%s", r)
+	}
+	r = runCLI(t, cliOpts{}, "extend", "lock:pool", "--holder", owner, "--ttl", "5s", "--allow-shorten", "--yes", "--redis", url)
+	expectExit(t, r, exitUsage)
+}

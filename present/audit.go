@@ -27,7 +27,7 @@ const auditErrorMax = 60
 // printed). redact removes the target's passwords from the error (connect.Target.Redact).
 func AuditRow(r actions.AuditRecord, redact func(string) string) []string {
 	ttl := Unknown
-	if r.Action == actions.ActionExtend {
+	if r.Action.Extends() {
 		ttl = Duration(r.TTL)
 	}
 	result := string(r.Result)
