@@ -42,22 +42,22 @@ func (m *Model) openDialog(kind dialogKind) {
 	m.dialog = &d
 }
 
-// openSharedDialog is the release of a read-write lock or semaphore l: of the holder under the
-// detail view's cursor, one at a time (the others keep theirs). Extend works on a lock with
-// one holder: each holder of a shared one renews its own lease.
+// openSharedDialog is the release or extend of a read-write lock or semaphore l: of the holder
+// under the detail view's cursor, one at a time (the others keep theirs).
 func (m *Model) openSharedDialog(l *scanner.Lock, kind dialogKind) {
 	h, ok := m.detail.selectedHolder(l)
 	switch {
-	case kind == dialogExtend:
-		m.setNotice("not extended: "+l.Key+" has a lease per holder, which each holder renews; force-release one instead", true)
 	case l.Shared.HoldersUnknown:
-		m.setNotice(l.Key+": Redisson's RSemaphore records no holders, only the permits left: nothing can be released on a holder's behalf", true)
+		m.setNotice(l.Key+": Redisson's RSemaphore records no holders, only the permits left: nothing can be done on a holder's behalf", true)
 	case !m.detail.open:
-		m.setNotice(l.Key+" has several holders: open its details (enter), select one (tab) and press d", false)
+		m.setNotice(l.Key+" has several holders: open its details (enter), select one (tab) and press d or e", false)
 	case !ok:
-		m.setNotice(l.Key+" has no live holder: nothing to release", false)
+		m.setNotice(l.Key+" has no live holder", false)
 	default:
 		d := newHolderDialog(l, h, m.clock(), m.st)
+		if kind == dialogExtend {
+			d = newHolderExtendDialog(l, h, m.clock(), m.st)
+		}
 		d.onServer = m.locks.byServer
 		m.dialog = &d
 	}
@@ -110,7 +110,11 @@ func (m *Model) startAction(d *confirmDialog) tea.Cmd {
 		return extendCmd(m.ctx, admin, m.actionSeq, d.lock, ttl, d.shortens(), auditReason(d))
 	case dialogReleaseHolder:
 		m.setNotice("releasing holder "+d.holder.ID+" of "+d.lock.Key+"…", false)
-		return releaseHolderCmd(m.ctx, admin, m.actionSeq, d.lock, d.holder, auditReason(d))
+		return holderCmd(m.ctx, admin, m.actionSeq, d.lock, d.holder, actions.ActionReleaseHolder, 0, auditReason(d))
+	case dialogExtendHolder:
+		ttl, _ := d.ttl()
+		m.setNotice("extending holder "+d.holder.ID+" of "+d.lock.Key+"…", false)
+		return holderCmd(m.ctx, admin, m.actionSeq, d.lock, d.holder, actions.ActionExtendHolder, ttl, auditReason(d))
 	case dialogReleaseTogether:
 		m.setNotice("releasing "+d.lock.Key+" and the keys taken together with it…", false)
 		return releaseTogetherCmd(m.ctx, admin, m.actionSeq, d.lock, d.together, auditReason(d))
@@ -124,7 +128,7 @@ func auditReason(d *confirmDialog) string {
 	if r := d.reason(); r != "" {
 		return r
 	}
-	if d.kind == dialogExtend {
+	if d.kind.extends() {
 		return "extend from lockscope tui"
 	}
 	return "force-release from lockscope tui"
@@ -140,8 +144,13 @@ func (m *Model) recordDeclined(d *confirmDialog) tea.Cmd {
 		done = "extended"
 		attempt.Action = actions.ActionExtend
 		attempt.TTL, _ = d.ttl()
-	case dialogReleaseHolder:
+	case dialogReleaseHolder, dialogExtendHolder:
 		attempt.Action, attempt.Holder = actions.ActionReleaseHolder, d.holder.ID
+		if d.kind == dialogExtendHolder {
+			done = "extended"
+			attempt.Action = actions.ActionExtendHolder
+			attempt.TTL, _ = d.ttl()
+		}
 		attempt.Seen, _ = actions.SeenFor(d.lock, d.holder)
 	case dialogReleaseTogether:
 		attempt.Action, attempt.Keys = actions.ActionReleaseTogether, append([]string{d.lock.Key}, d.together...)
@@ -195,6 +204,8 @@ func resultText(msg actionDoneMsg, now time.Time, redact func(string) string) (s
 		verb = "extend"
 	case actions.ActionReleaseHolder:
 		key = "holder " + msg.holder + " of " + msg.key
+	case actions.ActionExtendHolder:
+		verb, key = "extend", "holder "+msg.holder+" of "+msg.key
 	case actions.ActionReleaseTogether:
 		key = strings.Join(msg.result.Keys, ", ")
 	}

@@ -33,8 +33,12 @@ const (
 	dialogRelease dialogKind = iota
 	dialogExtend
 	dialogReleaseHolder   // one holder of a read-write lock or semaphore (holder)
+	dialogExtendHolder    // one holder's leases (holder): a TTL, never shorter
 	dialogReleaseTogether // every key of a multi-key lock (together)
 )
+
+// extends reports whether the dialog asks for a TTL (extend, extend a holder).
+func (k dialogKind) extends() bool { return k == dialogExtend || k == dialogExtendHolder }
 
 // dialogOutcome is what a key did to a dialog.
 type dialogOutcome int
@@ -86,6 +90,18 @@ func newHolderDialog(l *scanner.Lock, h scanner.SharedHolder, now time.Time, st 
 func newTogetherDialog(l *scanner.Lock, keys []string, now time.Time, st styles) confirmDialog {
 	d := confirmDialog{kind: dialogReleaseTogether, lock: l, openedAt: now, together: keys}
 	return newDeleteDialog(d, l.NoExpiry, l.RemainingAt(now), st)
+}
+
+// newHolderExtendDialog asks for a new TTL of holder h of shared lock l, prefilled with what it
+// has left (at least defaultExtendTTL), rounded up to a second.
+func newHolderExtendDialog(l *scanner.Lock, h scanner.SharedHolder, now time.Time, st styles) confirmDialog {
+	d := confirmDialog{kind: dialogExtendHolder, lock: l, openedAt: now, holder: h}
+	ttlInput := newDialogInput(st, "e.g. 30s, 5m")
+	ttlInput.SetValue(wholeSeconds(max(l.FetchedAt.Add(h.TTL).Sub(now), defaultExtendTTL)).String())
+	ttlInput.CursorEnd()
+	d.inputs = []textinput.Model{ttlInput, newDialogInput(st, "reason, recorded in the audit trail")}
+	d.refocus()
+	return d
 }
 
 // newDeleteDialog completes a dialog that deletes (a lock, a holder, keys): the key must be
@@ -161,7 +177,7 @@ func (d confirmDialog) reason() string {
 
 // ttl is the extend dialog's duration, when valid.
 func (d confirmDialog) ttl() (time.Duration, bool) {
-	if d.kind != dialogExtend {
+	if !d.kind.extends() {
 		return 0, false
 	}
 	v, err := time.ParseDuration(strings.TrimSpace(d.inputs[0].Value()))
@@ -181,7 +197,7 @@ func (d confirmDialog) keyTyped() bool {
 
 // ready says the action button can be pressed.
 func (d confirmDialog) ready() bool {
-	if d.kind == dialogExtend {
+	if d.kind.extends() {
 		_, ok := d.ttl()
 		return ok
 	}
@@ -189,10 +205,11 @@ func (d confirmDialog) ready() bool {
 }
 
 // shortens says the TTL asked for is below what the lock has left; any TTL is, for a lock
-// without expiry (the server refuses both unless told: actions.ExtendAllowingShorten).
+// without expiry (the server refuses both unless told: actions.ExtendAllowingShorten). A
+// holder's leases are never shortened: the server refuses, nothing to ask.
 func (d confirmDialog) shortens() bool {
 	ttl, ok := d.ttl()
-	return ok && (d.lock.NoExpiry || ttl < d.left)
+	return ok && d.kind == dialogExtend && (d.lock.NoExpiry || ttl < d.left)
 }
 
 // update handles one key at time now.
@@ -266,7 +283,7 @@ func (d *confirmDialog) paste(msg tea.PasteMsg, now time.Time) tea.Cmd {
 }
 
 func (d confirmDialog) notReadyText() string {
-	if d.kind == dialogExtend {
+	if d.kind.extends() {
 		return "enter a duration of at least 1ms (30s, 5m, 1h)"
 	}
 	return "the text typed is not the key name"
@@ -284,6 +301,8 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 		title, action = "Force-release this holder?", "Release"
 	case dialogReleaseTogether:
 		title, action = "Force-release every key taken together?", "Release all"
+	case dialogExtendHolder:
+		title, action = "Extend this holder's lease?", "Extend"
 	default:
 		title, action = "Extend this lock's TTL?", "Extend"
 	}
@@ -302,9 +321,9 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 	if d.onServer {
 		lines = append(lines, field("server", l.Addr))
 	}
-	deletes := d.kind != dialogExtend
+	deletes := !d.kind.extends()
 	switch d.kind {
-	case dialogReleaseHolder:
+	case dialogReleaseHolder, dialogExtendHolder:
 		h := d.holder
 		ttl = present.HolderTTL(l, h, now) + " (its own lease)"
 		lines = append(lines, field("holder", fmt.Sprintf("%s %s ×%d", h.Mode, h.ID, h.Count)))
@@ -344,6 +363,8 @@ func (d confirmDialog) view(width, height int, now time.Time, st styles) string 
 		lines = append(lines, "Deleted only if every key still holds this value.")
 	case d.kind == dialogRelease:
 		lines = append(lines, "Deleted only if it still holds this value.")
+	case d.kind == dialogExtendHolder:
+		lines = append(lines, "New TTL of its leases (if it still holds exactly this; never shorter):", d.inputView(0, inner))
 	default:
 		lines = append(lines, "New TTL (only if it still holds this value):", d.inputView(0, inner))
 	}

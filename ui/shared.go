@@ -140,21 +140,26 @@ func (d detailPane) togetherText(l *scanner.Lock, id string) (string, bool) {
 	return "taken together with " + strings.Join(t.keys, ", ") + " · D releases all " + strconv.Itoa(len(t.keys)+1) + " at once", true
 }
 
-// releaseHolderCmd force-releases holder h of seen (the record the operator saw) only if it
-// still holds exactly what the census read of it (actions.SeenFor).
-func releaseHolderCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock, h scanner.SharedHolder, reason string) tea.Cmd {
+// holderCmd force-releases (ActionReleaseHolder) or re-times to ttl (ActionExtendHolder)
+// holder h of seen, the record the operator saw, only if it still holds exactly what the
+// census read of it (actions.SeenFor).
+func holderCmd(ctx context.Context, admin *actions.Admin, id uint64, seen *scanner.Lock, h scanner.SharedHolder, action actions.Action, ttl time.Duration, reason string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
-		attempt := actions.Result{Action: actions.ActionReleaseHolder, Key: seen.Key, Holder: h.ID}
+		done := actionDoneMsg{id: id, action: action, key: seen.Key, holder: h.ID, seen: seen}
 		expect, err := actions.SeenFor(seen, h)
 		if err != nil {
-			attempt.Outcome = actions.Failed
-			recorded := actions.Result{Action: attempt.Action, Holder: h.ID, AuditErr: admin.RecordStopped(ctx, attempt, err, reason)}
-			return actionDoneMsg{id: id, action: attempt.Action, key: seen.Key, holder: h.ID, seen: seen, result: recorded, err: err}
+			attempt := actions.Result{Action: action, Key: seen.Key, Holder: h.ID, TTL: ttl, Outcome: actions.Failed}
+			done.result, done.err = actions.Result{Action: action, Holder: h.ID, AuditErr: admin.RecordStopped(ctx, attempt, err, reason)}, err
+			return done
 		}
-		res, err := admin.ReleaseHolder(ctx, seen.Key, h.ID, expect, reason)
-		return actionDoneMsg{id: id, action: actions.ActionReleaseHolder, key: seen.Key, holder: h.ID, seen: seen, result: res, err: err}
+		if action == actions.ActionExtendHolder {
+			done.result, done.err = admin.ExtendHolder(ctx, seen.Key, h.ID, expect, ttl, reason)
+		} else {
+			done.result, done.err = admin.ReleaseHolder(ctx, seen.Key, h.ID, expect, reason)
+		}
+		return done
 	}
 }
 

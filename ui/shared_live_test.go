@@ -92,7 +92,8 @@ func TestReleaseHolderFromTheConsole(t *testing.T) {
 		}
 	}
 
-	// The census still shows the reader that re-enters now: refused, nothing removed.
+	// The census still shows the other reader (its lease just extended) and it re-enters now:
+	// refused, nothing removed.
 	var other scanner.SharedHolder
 	for _, h := range lockOf(t, m, "lock:doc").Shared.Live() {
 		if h.ID != released {
@@ -100,9 +101,31 @@ func TestReleaseHolderFromTheConsole(t *testing.T) {
 			break
 		}
 	}
+	// e on the other reader: its lease gets the TTL typed (2m), nobody else's changes.
+	selectKey(t, m, "lock:doc")
+	runSync(m, typeKeys(m, "enter"))
+	for m.detail.holder = 0; ; m.detail.holder++ {
+		if h, _ := m.detail.selectedHolder(lockOf(t, m, "lock:doc")); h.ID == other.ID {
+			break
+		}
+	}
+	typeKeys(m, "e")
+	clk.advance(time.Second)
+	typeKeys(m, "backspace", "backspace", "backspace", "backspace", "2m", "tab")
+	cmd := typeKeys(m, "enter")
+	if cmd == nil {
+		t.Fatalf("no extend started; notice %q, dialog %+v", m.notice.text, m.dialog)
+	}
+	if got := cmd().(actionDoneMsg); got.err != nil || got.result.Outcome != actions.Extended || got.result.TTL != 2*time.Minute {
+		t.Fatalf("extend of the reader: %+v %v", got.result, got.err)
+	}
+	typeKeys(m, "esc")
+	if left := time.Until(time.UnixMilli(int64(rdb.ZScore(ctx, "lock:doc", other.Leases[0].Member).Val()))); left < 110*time.Second {
+		t.Fatalf("the reader's lease has %v left after the extend", left)
+	}
 	rdb.ZAdd(ctx, "lock:doc", redis.Z{Score: deadline(time.Minute), Member: member("9", other.ID)})
 	l := lockOf(t, m, "lock:doc")
-	msg := releaseHolderCmd(ctx, m.admin, 99, l, other, "test")().(actionDoneMsg)
+	msg := holderCmd(ctx, m.admin, 99, l, other, actions.ActionReleaseHolder, 0, "test")().(actionDoneMsg)
 	if msg.err != nil || msg.result.Outcome != actions.ChangedHands || rdb.ZCard(ctx, "lock:doc").Val() != 3 {
 		t.Fatalf("a re-entered reader: %+v %v, %d members", msg.result, msg.err, rdb.ZCard(ctx, "lock:doc").Val())
 	}

@@ -186,8 +186,8 @@ func TestGoldenHolderReleaseDialog60x15(t *testing.T) {
 }
 
 // The holder cursor stays among the live holders; d in the table names where to go; the
-// dialog defaults to No (enter at once declines, and the decline is audited with the holder);
-// an RSemaphore and extend are refused with a reason.
+// dialog defaults to No (esc declines, and the decline is audited with the holder); e asks for
+// the holder's new TTL, prefilled; an RSemaphore is refused with a reason.
 func TestHolderCursorAndDialog(t *testing.T) {
 	m := detailOf(t, "lock:pool:db", 120, 30)
 	typeKeys(m, "shift+tab", "shift+tab")
@@ -210,7 +210,10 @@ func TestHolderCursorAndDialog(t *testing.T) {
 	mustContain(t, m.notice.text, "answered No")
 
 	typeKeys(m, "e")
-	mustContain(t, m.notice.text, "a lease per holder")
+	if m.dialog == nil || m.dialog.kind != dialogExtendHolder || m.dialog.holder.Node != "batch-1" || m.dialog.inputs[0].Value() != "30s" {
+		t.Fatalf("e: dialog %+v, want batch-1's permit with 30s", m.dialog)
+	}
+	typeKeys(m, "esc")
 
 	m2 := detailOf(t, "lock:redisson:sem", 120, 30)
 	typeKeys(m2, "d")
@@ -234,4 +237,13 @@ func TestTogetherStaleAnswerDropped(t *testing.T) {
 	if got := m.detail.together.keys; len(got) != 1 || got[0] != "lock:{order-1}:stock" {
 		t.Fatalf("keys %q after a stale answer", got)
 	}
+}
+
+func TestGoldenHolderExtendDialog80x24(t *testing.T) {
+	m := detailOf(t, "lock:doc:7", 80, 24)
+	typeKeys(m, "e")
+	if m.dialog == nil || m.dialog.kind != dialogExtendHolder || m.dialog.holder.ID != "aaaaaaaaaaaaaaaa" {
+		t.Fatalf("dialog %+v, want the extend of reader aaaa…", m.dialog)
+	}
+	golden.RequireEqual(t, m.View().Content)
 }
