@@ -403,6 +403,11 @@ func TestMultiLateAcquireTakesNothing(t *testing.T) {
 			t.Fatalf("ObtainMulti with %s held: %v, want ErrNotObtained", keys[1], err)
 		}
 		_ = held.Release(context.Background())
+		// The clean-up runs in the background after ObtainMulti returned: the copy below
+		// is to come after it (else it would find the keys free and take them, rightly).
+		redistest.Eventually(t, "the clean-up recorded the ObtainMulti as ended", func() bool {
+			return rdb.ZCard(context.Background(), protocol.EndedKey(keys[0])).Val() > 0
+		})
 		attempt := sent.last(isScript(scriptMultiAcquire))
 		if attempt == nil {
 			t.Fatal("no multi-key acquire was sent")
