@@ -95,7 +95,7 @@ func TestLeaseKindsRefuseEachOther(t *testing.T) {
 // the next waiter beyond the run.
 func TestSemaphoreResizeWakesMoreThanARun(t *testing.T) {
 	srv := redistest.Start(t)
-	c, _ := newTestClient(t, srv)
+	c, rdb := newTestClient(t, srv)
 	slow, _ := newTestClient(t, srv, WithBackoff(5*time.Second, 5*time.Second))
 	ctx := testCtx(t, 30*time.Second)
 	const key, waiters = "lock:sem:resize-run", 70
@@ -113,6 +113,7 @@ func TestSemaphoreResizeWakesMoreThanARun(t *testing.T) {
 		})
 	}
 	waitForSemWaiters(t, sem, waiters)
+	waitWakeSubscription(t, rdb, slow)
 	if err := sem.Resize(ctx, 1+waiters); err != nil {
 		t.Fatal(err)
 	}

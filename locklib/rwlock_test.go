@@ -83,6 +83,7 @@ func TestRWReadersShareWriterExcludes(t *testing.T) {
 		got <- w
 	}()
 	waitForWaiters(t, rdb, key, 1)
+	waitWakeSubscription(t, rdb, slow)
 	mustRelease(t, r1)
 	select {
 	case <-got:
