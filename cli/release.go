@@ -234,6 +234,13 @@ func readAndConfirm(ctx context.Context, t connect.Target, admin *actions.Admin,
 		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, opts.Action)))
 	}
 	for _, in := range h.Instances {
+		if in.Exists && in.Type == "zset" {
+			if l, err := admin.PeekHolders(ctx, opts.Key); err == nil && l.Shared != nil {
+				// A lease set has a lease per holder: the action names one of them.
+				return stop("", actions.NotALock, nil, withExit(exitUsage, fmt.Errorf("%s is a %s with %s: %s one of them with --holder ID (show %s lists them); not touched",
+					key, l.Kind(), present.Count(len(l.Shared.Live()), "holder"), opts.Action, key)))
+			}
+		}
 		if in.Exists && in.Type != "string" && in.Type != "hash" {
 			return stop("", actions.NotALock, nil, withExit(exitOther, fmt.Errorf("%s is a %s, not a lock: not touched", key, in.Type)))
 		}

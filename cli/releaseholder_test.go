@@ -29,7 +29,14 @@ func TestCLIReleaseHolder(t *testing.T) {
 	c.Set(ctx, "lock:plain", "api-7:-:1764489600123:0123456789abcdef", time.Minute)
 	c.Set(ctx, "lock:sem", "3", 0)
 
-	r := runCLI(t, cliOpts{}, "release", "lock:doc", "--holder", ownerA, "--yes", "--reason", "stuck reader", "--redis", url)
+	// Without --holder: which holder is not said, so nothing is touched (exit 2, naming --holder).
+	r := runCLI(t, cliOpts{}, "release", "lock:doc", "--yes", "--redis", url)
+	expectExit(t, r, exitUsage)
+	if !strings.Contains(r.stderr, "lock:doc is a rwlock with 2 holders: release one of them with --holder ID") {
+		t.Errorf("no hint at --holder:\n%s", r)
+	}
+
+	r = runCLI(t, cliOpts{}, "release", "lock:doc", "--holder", ownerA, "--yes", "--reason", "stuck reader", "--redis", url)
 	expectExit(t, r, exitOK)
 	if !strings.Contains(r.stderr, "> read "+ownerA+" ×1") || !strings.Contains(r.stderr, "  read "+ownerB) ||
 		!strings.Contains(r.stdout, "released holder "+ownerA+" of lock:doc") {
@@ -71,7 +78,7 @@ func TestCLIReleaseHolder(t *testing.T) {
 	r = runCLI(t, cliOpts{}, "audit", "--json", "--redis", url)
 	expectExit(t, r, exitOK)
 	recs := jsonLines(t, r.stdout)
-	last := recs[len(recs)-1] // oldest: the first release
+	last := recs[len(recs)-2] // the first release (the oldest is the refusal without --holder)
 	if last["holder"] != ownerA || last["action"] != "release-holder" || last["result"] != "released" || last["reason"] != "stuck reader" {
 		t.Errorf("audit record %v", last)
 	}
