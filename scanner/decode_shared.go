@@ -45,7 +45,7 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 			return false // permits and read-write levels in one set: no primitive of ours
 		}
 		sh.Kind = kind
-		deadline := int64(z.Score)
+		deadline := scoreMs(z.Score)
 		ttl, expired := leaseTTL(deadline, nowMs)
 		i := slices.IndexFunc(sh.Holders, func(h SharedHolder) bool { return h.ID == m.Value.Rand && h.Mode == m.Mode })
 		if i < 0 {
@@ -95,6 +95,20 @@ func decodeLeaseSet(l *Lock, members []redis.Z, cut bool, nowMs int64, limit str
 		}
 	}
 	return true
+}
+
+// scoreMs is a sorted set's score as unix ms, saturated: Redis takes ±inf as a score (a
+// lease or permit scored +inf is never removed by any expiry: it holds forever), and Go's
+// conversion of an infinite or out-of-range float to int64 is not defined (amd64 gives the
+// most negative int64 for both, which read +inf as long expired).
+func scoreMs(score float64) int64 {
+	switch {
+	case score >= math.MaxInt64:
+		return math.MaxInt64
+	case score <= math.MinInt64 || score != score: // NaN: Redis refuses it; none the less never live
+		return math.MinInt64
+	}
+	return int64(score)
 }
 
 // leaseTTL is the time left to a lease whose deadline is deadlineMs at nowMs (both unix ms).
@@ -205,7 +219,7 @@ func redissonPermits(l *Lock, permits []redis.Z, cut bool, nowMs int64) {
 	sh.Kind, sh.HoldersUnknown, sh.Truncated = KindPermitSemaphore, false, cut
 	for _, z := range permits {
 		id, _ := z.Member.(string)
-		deadline := int64(z.Score)
+		deadline := scoreMs(z.Score)
 		ttl, expired := leaseTTL(deadline, nowMs)
 		forever := deadline >= RedissonNoExpiryMs
 		if forever {

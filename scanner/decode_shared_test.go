@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"encoding/hex"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -396,5 +397,33 @@ func TestLocklibSharedPrimitivesDecoded(t *testing.T) {
 	if sh := sem.Shared; sem.Kind() != KindSemaphore || sh.Limit != 3 || sh.InUse != 2 || sh.Available != 1 ||
 		holderByID(sh, randOf(p1), protocol.ModePermit).Count != 1 || holderByID(sh, randOf(p2), protocol.ModePermit).TTL > 20*time.Second {
 		t.Errorf("lock:e2e:pool: %+v", sem.Shared)
+	}
+}
+
+// TestInfiniteScoresHoldForever: a lease or a permit scored +inf (Redis takes it; locklib's
+// and Redisson's expiry never removes it) holds forever and reads so, never as expired; one
+// scored -inf has expired. (Go's conversion of ±Inf to int64 is not defined: on amd64 both
+// give the most negative int64.)
+func TestInfiniteScoresHoldForever(t *testing.T) {
+	_, c, target := startStandalone(t)
+	ctx := testCtx(t)
+	now := time.Now()
+	must(t, c.ZAdd(ctx, "lock:inf", redisZ(math.Inf(1), leaseMember(protocol.ModeRead, opID+":1", "n", "00000000000000aa", now)),
+		redisZ(math.Inf(-1), leaseMember(protocol.ModeRead, opID+":2", "n", "00000000000000bb", now))).Err())
+	must(t, c.Set(ctx, "lock:infsem", "2", 0).Err())
+	must(t, c.ZAdd(ctx, "{lock:infsem}:timeout", redisZ(math.Inf(1), "\x01\x02")).Err())
+	s := New(target, Options{})
+	l, err := s.Get(ctx, "lock:inf")
+	must(t, err)
+	if live := holderByID(l.Shared, "00000000000000aa", protocol.ModeRead); live.Expired || live.TTL < 24*time.Hour {
+		t.Errorf("+inf lease: %+v", live)
+	}
+	if dead := holderByID(l.Shared, "00000000000000bb", protocol.ModeRead); !dead.Expired {
+		t.Errorf("-inf lease: %+v", dead)
+	}
+	sem, err := s.Get(ctx, "lock:infsem")
+	must(t, err)
+	if p := holderByID(sem.Shared, "0102", protocol.ModePermit); p.Expired || !p.NoExpiry {
+		t.Errorf("+inf permit: %+v", p)
 	}
 }
