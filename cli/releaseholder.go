@@ -32,8 +32,8 @@ func readHolderAndConfirm(ctx context.Context, t connect.Target, admin *actions.
 	l, err := admin.PeekHolders(ctx, opts.Key)
 	switch {
 	case errors.Is(err, actions.ErrNoHolders):
-		return stop("", actions.Failed, err, withExit(exitUsage, fmt.Errorf("%s is a Redisson semaphore (%d permits available): %w; nothing changed",
-			key, l.Shared.Available, err)))
+		return stop("", actions.Failed, err, withExit(exitUsage, fmt.Errorf("%s is a Redisson semaphore (%d permits available), or a lock whose EXPIRE never came: %w; "+
+			"release it without --holder to delete it as a lock; nothing changed", key, l.Shared.Available, err)))
 	case errors.Is(err, actions.ErrNoKey):
 		return stop("", actions.AlreadyGone, nil, withExit(exitGone, fmt.Errorf("%s is already gone: nothing to %s", key, verb)))
 	case errors.Is(err, actions.ErrNotShared):

@@ -271,6 +271,8 @@ func writeShow(w io.Writer, l *scanner.Lock, stuckAfter time.Duration, serverNow
 		row("acquired", present.Acquired(l, serverNow)+note)
 	}
 	switch {
+	case present.NeverFrees(l) && l.IsSemaphore():
+		row("ttl", present.MaybeSemaphoreNoTTL)
 	case l.NoExpiry && l.IsSemaphore():
 		row("ttl", present.SemaphoreNoTTL)
 	case l.NoExpiry:

@@ -35,6 +35,9 @@ const (
 	// entryUntimed: a semaphore whose key has no TTL, by design (Redisson's): neither a lock
 	// without expiry nor a TTL in the histogram.
 	entryUntimed
+	// entryMaybeSemaphore: a lock without expiry (entryNoExpiry) whose value is also a Redisson
+	// RSemaphore's count (scanner.Lock.MaybeNaiveLock), so that alerts can tell them apart.
+	entryMaybeSemaphore
 )
 
 // maxGroups bounds --max-groups: a group index is an entry's uint16, and Other needs one.
@@ -98,6 +101,8 @@ func (c *census) apply(locks []scanner.Lock, gen uint64, ahead func(*scanner.Loc
 			e.flags |= entryNotALock
 		}
 		switch {
+		case present.NeverFrees(l) && l.MaybeNaiveLock():
+			e.flags |= entryNoExpiry | entryMaybeSemaphore
 		case present.NeverFrees(l):
 			e.flags |= entryNoExpiry
 		case l.NoExpiry:

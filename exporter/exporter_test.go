@@ -178,15 +178,20 @@ func TestHeldSinceFirstSeen(t *testing.T) {
 }
 
 // TestSemaphoresNeitherNoExpiryNorStuck: a Redisson semaphore's key has no TTL by design and
-// its holders are unknown: it is no lock without expiry, has no place in the TTL histogram,
-// and an unchanged count of available permits does not make it stuck; a lockscope semaphore
-// (a lease set, whose TTL is its latest permit's deadline) is in the histogram.
+// its holders are unknown: an unchanged count of available permits does not make it stuck,
+// and it has no place in the TTL histogram; an RPermitExpirableSemaphore (its permits on
+// record) is no lock without expiry; an RSemaphore's count is, as a naive lock whose EXPIRE
+// never came reads the same, and lockscope_locks_no_expiry_maybe_semaphore counts it apart
+// so that an alert can leave it out; a lockscope semaphore (a lease set, whose TTL is its
+// latest permit's deadline) is in the histogram.
 func TestSemaphoresNeitherNoExpiryNorStuck(t *testing.T) {
 	e, clk := newTest(t, standalone, Options{StuckAfter: 5 * time.Minute})
 	batch := func(gen uint64, at time.Time) {
 		e.Apply(scanner.Update{Kind: scanner.UpdateBatch, Gen: gen, Locks: []scanner.Lock{
 			{Key: "lock:pool:redisson", Format: scanner.FormatRedisson, Type: "string", Value: "3", NoExpiry: true, FetchedAt: at,
 				Shared: &scanner.Shared{Kind: scanner.KindSemaphore, Available: 3, HasAvailable: true, HoldersUnknown: true}},
+			{Key: "lock:pool:psem", Format: scanner.FormatRedisson, Type: "string", Value: "2", NoExpiry: true, FetchedAt: at,
+				Shared: &scanner.Shared{Kind: scanner.KindPermitSemaphore, Available: 2, HasAvailable: true, Limit: 3, HasLimit: true, InUse: 1}},
 			{Key: "lock:pool:lockscope", Format: scanner.FormatLockscope, Type: "zset", Value: "p|...", TTL: 30 * time.Second, FetchedAt: at,
 				Shared: &scanner.Shared{Kind: scanner.KindSemaphore, Limit: 5, HasLimit: true, InUse: 1}},
 		}})
@@ -196,9 +201,10 @@ func TestSemaphoresNeitherNoExpiryNorStuck(t *testing.T) {
 	clk.at = t0.Add(10 * time.Minute)
 	batch(2, clk.at)
 	want(t, scrape(t, e), map[string]float64{
-		`lockscope_locks_no_expiry{group="pool"}`:        0,
-		`lockscope_locks_stuck{group="pool"}`:            0,
-		`lockscope_lock_ttl_seconds_count{group="pool"}`: 1,
+		`lockscope_locks_no_expiry{group="pool"}`:                 1,
+		`lockscope_locks_no_expiry_maybe_semaphore{group="pool"}`: 1,
+		`lockscope_locks_stuck{group="pool"}`:                     0,
+		`lockscope_lock_ttl_seconds_count{group="pool"}`:          1,
 	})
 }
 

@@ -27,6 +27,7 @@ var ttlBounds = func() (d [len(ttlBuckets)]time.Duration) {
 // groupStats are one group's aggregates at a scrape.
 type groupStats struct {
 	locks, noExpiry, stuck, waiters uint64
+	noExpiryMaybeSemaphore          uint64 // of noExpiry
 	noQuorum                        uint64
 	oldest                          time.Duration
 	hasOldest                       bool
@@ -87,6 +88,9 @@ func (e *Exporter) take(now time.Time) snapshot {
 		switch {
 		case en.flags&entryNoExpiry != 0:
 			g.noExpiry++
+			if en.flags&entryMaybeSemaphore != 0 {
+				g.noExpiryMaybeSemaphore++
+			}
 		case en.flags&entryUntimed != 0:
 		default:
 			left := max(time.Duration(en.expires-nowNs), 0)
@@ -187,6 +191,10 @@ func (s *snapshot) writeLocks(x *expfmt) {
 	perGroup := []groupGauge{
 		{"lockscope_locks_no_expiry", "Locks without a TTL: they never free themselves.",
 			func(g *groupStats) (float64, bool) { return float64(g.noExpiry), true }},
+		{"lockscope_locks_no_expiry_maybe_semaphore", "Of lockscope_locks_no_expiry, those whose value is also a Redisson RSemaphore's count (a small number, no TTL): Redis cannot tell them from a lock whose EXPIRE never came.",
+			// Only where there are locks without expiry (the series' count stays per group as it
+			// was): the difference an alert takes exists wherever it can be above 0.
+			func(g *groupStats) (float64, bool) { return float64(g.noExpiryMaybeSemaphore), g.noExpiry > 0 }},
 		{"lockscope_locks_stuck", "Locks held longer than --stuck-after: by their acquisition stamp (locklib), else by how long the exporter has seen the same holder.",
 			func(g *groupStats) (float64, bool) { return float64(g.stuck), true }},
 		{"lockscope_lock_oldest_age_seconds", "Age of the group's oldest lock: since its acquisition stamp (locklib), else since the exporter first saw its holder (a lower bound).",

@@ -67,7 +67,7 @@ func Acquired(l *scanner.Lock, now time.Time) string {
 // the clock, so the TUI counts down between reads.
 func TTL(l *scanner.Lock, now time.Time) string {
 	switch left := l.RemainingAt(now); {
-	case l.NoExpiry && l.IsSemaphore():
+	case l.NoExpiry && l.IsSemaphore() && !NeverFrees(l):
 		// No TTL by design: its permits go, not the key (SemaphoreNoTTL). Those with a lease
 		// (a RPermitExpirableSemaphore's) say when the last comes back.
 		if last := lastLease(l, now); last > 0 {
@@ -165,9 +165,12 @@ func (f Flag) Mark() string {
 
 // NeverFrees says l is a lock without expiry: it never frees itself. (A key of another type
 // under the pattern, FormatNotALock, without a TTL is no such lock, nor is a semaphore,
-// whose key has no TTL by design: its permits are released or expire.)
+// whose key has no TTL by design: its permits are released or expire. A Redisson RSemaphore's
+// count is the exception: it reads exactly as a naive lock's "1" whose EXPIRE never came,
+// MaybeNaiveLock, and hiding that lock would hide the worst an operator can miss; its ttl
+// says both, MaybeSemaphoreNoTTL.)
 func NeverFrees(l *scanner.Lock) bool {
-	return l.NoExpiry && l.Format != scanner.FormatNotALock && !l.IsSemaphore()
+	return l.NoExpiry && l.Format != scanner.FormatNotALock && (!l.IsSemaphore() || l.MaybeNaiveLock())
 }
 
 // Flags are l's flags at now, in the order the FLAGS column lists them.

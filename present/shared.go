@@ -143,3 +143,8 @@ func SharedWaiterLine(w scanner.SharedWaiter) Safe {
 // SemaphoreNoTTL is the ttl row of a semaphore whose key has no TTL, where a lock's would say
 // NeverExpires: for a semaphore that is no fault.
 const SemaphoreNoTTL = "no TTL: a semaphore's key has none; its permits are released or expire"
+
+// MaybeSemaphoreNoTTL is the ttl row of a key read as a Redisson RSemaphore
+// (scanner.Lock.MaybeNaiveLock): its count without TTL is also what a naive lock looks like
+// when its EXPIRE never came, so it stays flagged.
+const MaybeSemaphoreNoTTL = "never expires, if a lock (SET without EXPIRE); a Redisson RSemaphore's count reads the same"

@@ -87,7 +87,7 @@ func keyOf(l *scanner.Lock, s Sort) sortKey {
 	switch s {
 	case SortByTTL:
 		switch {
-		case l.NoExpiry && l.IsSemaphore():
+		case l.NoExpiry && l.IsSemaphore() && !l.MaybeNaiveLock():
 			k.num = never // no deadline, and no risk: its permits go, not the key (last)
 		case l.NoExpiry:
 			k.num = noDeadline

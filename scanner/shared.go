@@ -56,6 +56,14 @@ func (l *Lock) IsSemaphore() bool {
 	return k == KindSemaphore || k == KindPermitSemaphore
 }
 
+// MaybeNaiveLock reports whether l, read as a Redisson RSemaphore (a small decimal string
+// without TTL, no permits on record), may as well be a naive lock whose EXPIRE never came
+// (`SET key 1 NX`, then a crash before `EXPIRE`): nothing in Redis tells the two apart, and
+// the lock would never free itself. present.NeverFrees keeps flagging it.
+func (l *Lock) MaybeNaiveLock() bool {
+	return l.Kind() == KindSemaphore && l.Type == "string" && l.Shared.HoldersUnknown
+}
+
 // Shared is what only shared primitives have (read-write locks and semaphores), behind one
 // pointer of Lock so that the census's million exclusive locks pay 8 bytes for it.
 //

@@ -28,7 +28,9 @@ func (m *Model) openDialog(kind dialogKind) {
 		m.setNotice(l.Key+" is not a lock ("+l.Type+"): lockscope never touches it", true)
 		return
 	}
-	if l.Shared != nil {
+	// An RSemaphore's count may be a naive lock whose EXPIRE never came (MaybeNaiveLock): it
+	// keeps a lock's dialogs, compared with the count seen, typed as a lock without expiry.
+	if l.Shared != nil && !l.MaybeNaiveLock() {
 		m.openSharedDialog(l, kind)
 		return
 	}
@@ -47,8 +49,6 @@ func (m *Model) openDialog(kind dialogKind) {
 func (m *Model) openSharedDialog(l *scanner.Lock, kind dialogKind) {
 	h, ok := m.detail.selectedHolder(l)
 	switch {
-	case l.Shared.HoldersUnknown:
-		m.setNotice(l.Key+": Redisson's RSemaphore records no holders, only the permits left: nothing can be done on a holder's behalf", true)
 	case !m.detail.open:
 		m.setNotice(l.Key+" has several holders: open its details (enter), select one (tab) and press d or e", false)
 	case !ok:

@@ -109,6 +109,8 @@ func (d detailPane) lines(l *scanner.Lock, width int, now time.Time, clocks scan
 		add("acquired", present.Unknown)
 	}
 	switch {
+	case present.NeverFrees(l) && l.IsSemaphore():
+		addStyled("ttl", st.noExpiry.Render(present.MaybeSemaphoreNoTTL))
 	case l.NoExpiry && l.IsSemaphore():
 		add("ttl", present.SemaphoreNoTTL)
 	case l.NoExpiry:

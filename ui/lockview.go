@@ -203,9 +203,9 @@ func rankRows[T any](all []*lockRow, q viewQuery, vb viewBuild, outdated func() 
 		switch {
 		case l.Format == scanner.FormatNotALock: // no lock: its TTL, or lack of one, says nothing
 			counts.other++
-		case l.NoExpiry && l.IsSemaphore(): // no TTL by design: its permits expire, not the key
-		case l.NoExpiry:
+		case present.NeverFrees(&l):
 			counts.noExpiry++
+		case l.NoExpiry: // a semaphore: no TTL by design, its permits expire, not the key
 		case l.RemainingAt(vb.now) <= expiringSoon:
 			counts.soon++
 		}

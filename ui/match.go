@@ -141,7 +141,7 @@ func (t *term) match(l *scanner.Lock, now time.Time, stuckAfter time.Duration, g
 	case termStuck:
 		return present.Stuck(l, now, stuckAfter)
 	case termNoExpiry: // a semaphore's key has no TTL by design: its permits expire
-		return l.NoExpiry && !l.IsSemaphore()
+		return l.NoExpiry && (!l.IsSemaphore() || l.MaybeNaiveLock())
 	case termWaiters:
 		return l.HasWaiters && l.Waiters > 0
 	case termNothing:
