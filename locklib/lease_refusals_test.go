@@ -45,6 +45,9 @@ func TestSemaphoreLimitKeyNotACount(t *testing.T) {
 		if n, _ := rdb.Exists(ctx, key).Result(); n != 0 {
 			t.Errorf("limit %q: the lease set was written", bad)
 		}
+		if st, err := sem.Status(ctx); !errors.Is(err, ErrBackend) {
+			t.Errorf("limit %q: Status %+v, %v; want ErrBackend", bad, st, err)
+		}
 		for _, l := range held {
 			_ = l.Release(context.Background())
 		}

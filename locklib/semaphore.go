@@ -108,7 +108,12 @@ func (s *Semaphore) Status(ctx context.Context) (SemaphoreStatus, error) {
 	}
 	st := SemaphoreStatus{Limit: s.permits}
 	if text, _ := reply[0].(string); text != "" {
-		st.Limit, _ = strconv.Atoi(text)
+		n, err := strconv.Atoi(text)
+		if err != nil || n < 1 || strconv.Itoa(n) != text { // as the acquire reads it (permitLimit)
+			return SemaphoreStatus{}, fmt.Errorf("%w: status %q: %s holds %q, not a count of at least 1 (Resize sets it)",
+				ErrBackend, s.key, protocol.LimitKey(s.key), text)
+		}
+		st.Limit = n
 	}
 	inUse, _ := reply[1].(int64)
 	waiters, _ := reply[2].(int64)
