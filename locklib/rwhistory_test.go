@@ -82,20 +82,19 @@ func (h *rwHistory) now() time.Duration { return time.Since(h.t0) }
 
 // rwOp is one ObtainRead/ObtainWrite (or Try...) and, when it succeeded, its lease's end.
 type rwOp struct {
-	id             int
-	worker         int
-	key, owner     string
-	write, try     bool
-	reentrant      bool
-	invoke, ret    time.Duration
-	err            error
-	token          int64
-	value          string
-	closeAt        time.Duration // min(Release, validity deadline, Lost()) for a held lease
-	releaseErr     error
-	mu             sync.Mutex
-	lostAt         time.Duration
-	deadlineBefore time.Duration
+	id          int
+	worker      int
+	key, owner  string
+	write, try  bool
+	reentrant   bool
+	invoke, ret time.Duration
+	err         error
+	token       int64
+	value       string
+	closeAt     time.Duration // min(Release, validity deadline, Lost()) for a held lease
+	releaseErr  error
+	mu          sync.Mutex
+	lostAt      time.Duration
 }
 
 func (o *rwOp) String() string {
