@@ -48,6 +48,9 @@ type holdSpan struct {
 	silent  time.Time
 	end     spanEnd
 	section bool // a demo worker's critical section: from, to are its first and last sight working
+	// mode is what a section's lease grants in the rw-pool demo ("read", "write", "permit"),
+	// "" for a lock: readers share, permits are many (overlapping sections).
+	mode string
 	// sectionNo is which of its worker's sections a section is (demo.WorkerSnapshot.Holds).
 	sectionNo int64
 	// seen is the census's last sight of the holding: without events, it is known held from
@@ -308,6 +311,7 @@ func (k *keyHistory) silence(s *holdSpan) {
 type sectionSight struct {
 	worker  string
 	section int64
+	mode    string // the lease's mode in the rw-pool demo, "" for a lock (holdSpan.mode)
 }
 
 // sections records one sight of the demo's workers: at at, working lists the workers in a
@@ -316,7 +320,7 @@ func (h *lockHistory) sections(id string, at time.Time, working []sectionSight) 
 	k := h.track(id, at)
 	for i := range k.spans {
 		s := &k.spans[i]
-		if s.section && s.open() && !slices.Contains(working, sectionSight{s.holder, s.sectionNo}) {
+		if s.section && s.open() && !slices.Contains(working, sectionSight{s.holder, s.sectionNo, s.mode}) {
 			s.end = endReleased // to stays the last sight
 		}
 	}
@@ -325,7 +329,7 @@ func (h *lockHistory) sections(id string, at time.Time, working []sectionSight) 
 			s.to = maxTime(s.to, at)
 			continue
 		}
-		k.addSpan(holdSpan{holder: w.worker, sectionNo: w.section, from: at, to: at, section: true})
+		k.addSpan(holdSpan{holder: w.worker, sectionNo: w.section, mode: w.mode, from: at, to: at, section: true})
 	}
 	h.touch(k, at)
 }

@@ -165,18 +165,38 @@ func TestHistoryBounds(t *testing.T) {
 	}
 }
 
+// TestSharedLeaseSectionsOverlapOnlyWhenTheyConflict: in the rw-pool demo readers share the
+// document and permits share the pool; only a writer beside another holder is an overlap.
+func TestSharedLeaseSectionsOverlapOnlyWhenTheyConflict(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"read", "read", 0}, {"permit", "permit", 0}, {"read", "write", 1}, {"write", "write", 1}, {"write", "read", 1},
+	}
+	for _, c := range cases {
+		h := newLockHistory()
+		h.sections("k", at(0), []sectionSight{{"w1", 1, c.a}})
+		h.sections("k", at(0.2), []sectionSight{{"w1", 1, c.a}, {"w2", 1, c.b}})
+		h.sections("k", at(0.4), nil)
+		if got := overlaps(h.of("k"), at(2)); len(got) != c.want {
+			t.Errorf("%s beside %s: %d overlaps, want %d", c.a, c.b, len(got), c.want)
+		}
+	}
+}
+
 // TestHistorySectionsAndCrash: a demo worker's section runs from its first sight working to
 // its last; a crash silences its holder's holding from then on.
 func TestHistorySectionsAndCrash(t *testing.T) {
 	h := newLockHistory()
-	w1, w1again, w2 := sectionSight{"w1", 1}, sectionSight{"w1", 2}, sectionSight{"w2", 7}
+	w1, w1again, w2 := sectionSight{"w1", 1, ""}, sectionSight{"w1", 2, ""}, sectionSight{"w2", 7, ""}
 	h.sections("k", at(0), []sectionSight{w1})
 	h.sections("k", at(0.2), []sectionSight{w1, w2})
 	h.sections("k", at(0.4), []sectionSight{w2})
 	h.sections("k", at(0.6), nil)
 	h.sections("k", at(0.8), []sectionSight{w1again})
 	h.sections("k", at(1.0), []sectionSight{w1again})
-	h.sections("k", at(1.2), []sectionSight{{"w1", 3}}) // its next section, no sight between: two sections
+	h.sections("k", at(1.2), []sectionSight{{"w1", 3, ""}}) // its next section, no sight between: two sections
 	checkSpans(t, &h, "k", "w1{0,0.2} w2{0.2,0.4} w1{0.8,1} w1{1.2,1.2} ")
 	if got := overlaps(h.of("k"), at(2)); len(got) != 1 || !got[0][0].Equal(at(0.2)) || !got[0][1].Equal(at(0.2)) {
 		t.Errorf("overlaps %v, want the one sight of both at 0.2", got)
@@ -189,9 +209,9 @@ func TestHistorySectionsAndCrash(t *testing.T) {
 	// when the worker was seen working, not before the holding the census saw last.
 	h.track("n", at(0))
 	h.observed("n", "w1", "v1", at(0), time.Time{}, time.Second, -1)
-	h.sections("n", at(0.5), []sectionSight{{"w2", 1}})
+	h.sections("n", at(0.5), []sectionSight{{"w2", 1, ""}})
 	h.observed("n", "w2", "v2", at(1), time.Time{}, time.Second, -1)
-	h.sections("n", at(1.2), []sectionSight{{"w3", 1}})
+	h.sections("n", at(1.2), []sectionSight{{"w3", 1, ""}})
 	h.observed("n", "w1", "v1", at(0.4), time.Time{}, time.Second, -1) // a record read before, delivered late: nothing new
 	h.observed("n", "w3", "v3", at(2), time.Time{}, time.Second, -1)
 	checkSpans(t, &h, "n", "w1[0,0.5)4 w2{0.5,0.5} w2[0.5,1.2)4 w3{1.2,1.2} w3[1.2,…)0 ")

@@ -120,7 +120,7 @@ func (m *Model) recordSections(at time.Time, snaps ...demo.Snapshot) {
 			// Working, not Holding: a holder releasing is Holding while the next may already
 			// hold the lock, which would read as an overlap that is not one.
 			if w.State == demo.Working && w.Resource != "" {
-				working[w.Resource] = append(working[w.Resource], sectionSight{w.Name, w.Holds})
+				working[w.Resource] = append(working[w.Resource], sectionSight{w.Name, w.Holds, w.Mode})
 			}
 		}
 		for _, key := range s.Resources {

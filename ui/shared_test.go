@@ -254,3 +254,19 @@ func TestGoldenHolderExtendDialog80x24(t *testing.T) {
 	}
 	golden.RequireEqual(t, m.View().Content)
 }
+
+// Every lock goes while a detail view is open (the rw-pool demo's document and pool are both
+// free for a moment): the view, help line included, still renders. It dereferenced the
+// missing selected lock, and the demo's console panicked.
+func TestDetailWhenEveryLockWent(t *testing.T) {
+	m := detailOf(t, "lock:doc:7", 120, 30)
+	var gone []scanner.Lock
+	for _, l := range sharedFixture() {
+		gone = append(gone, scanner.Lock{Key: l.Key, Gone: true, Addr: l.Addr})
+	}
+	feed(m, scanner.Update{Kind: scanner.UpdateBatch, Gen: 2, Locks: gone})
+	if len(m.view.rows) != 0 || !m.detail.open {
+		t.Fatalf("%d rows left, detail open %v: not the case under test", len(m.view.rows), m.detail.open)
+	}
+	_ = screen(m)
+}

@@ -393,7 +393,9 @@ func logBucket(d, lo, hi time.Duration, n int) int {
 // overlaps are the stretches of time when two holders acted at once: a demo worker in its
 // section while another worker was in its own, or while another holder had the lock in Redis
 // (by more than overlapSlack; for a holding known from the census only, between its first
-// and last sight). Holdings in Redis alone never overlap.
+// and last sight). Holdings in Redis alone never overlap. Sections of shared leases (the
+// rw-pool demo) overlap only when they conflict: a writer with any other reader or writer;
+// readers share, and a pool's permits are many (the demo's checker bounds them).
 func overlaps(k *keyHistory, now time.Time) [][2]time.Time {
 	var out [][2]time.Time
 	for i := range k.spans {
@@ -405,6 +407,9 @@ func overlaps(k *keyHistory, now time.Time) [][2]time.Time {
 			b := &k.spans[j]
 			if b.holder == a.holder || b.section && j < i {
 				continue // each pair of sections once
+			}
+			if (a.mode != "" || b.mode != "") && !(b.section && conflicting(a.mode, b.mode)) {
+				continue
 			}
 			bFrom, bTo := b.from, b.until(now)
 			if !b.section {
@@ -423,6 +428,12 @@ func overlaps(k *keyHistory, now time.Time) [][2]time.Time {
 		}
 	}
 	return out
+}
+
+// conflicting says whether two leases' sections may not overlap: one of them writes, and
+// neither is a permit.
+func conflicting(a, b string) bool {
+	return (a == "write" || b == "write") && a != "permit" && b != "permit"
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -136,9 +136,14 @@ func (m *Model) render() string {
 		case m.dialog != nil:
 			bindings = m.keys.dialogHelp()
 		case m.detail.open:
-			l := m.selected()
-			_, together := m.detail.togetherText(l, m.locks.id(l))
-			bindings = m.keys.detailHelp(l != nil && l.Shared != nil, together && l != nil)
+			// The lock may have gone while its detail view is open (a semaphore whose last
+			// permit was released): no lock, no holder or together bindings.
+			shared, together := false, false
+			if l := m.selected(); l != nil {
+				shared = l.Shared != nil
+				_, together = m.detail.togetherText(l, m.locks.id(l))
+			}
+			bindings = m.keys.detailHelp(shared, together)
 		case m.overview.open:
 			bindings = m.keys.overviewHelp()
 		}
