@@ -383,10 +383,13 @@ const (
 
 // logBucket is d's bucket of n on a log scale from lo to hi.
 func logBucket(d, lo, hi time.Duration, n int) int {
+	// Durations under 1 ns (a hold whose end was recorded before its start, from two
+	// sources' clocks) go in the first bucket: their logarithm would be NaN or -Inf.
+	lo = max(lo, 1)
 	if hi <= lo || d <= lo {
 		return 0
 	}
-	l, h := math.Log(float64(max(lo, 1))), math.Log(float64(hi))
+	l, h := math.Log(float64(lo)), math.Log(float64(hi))
 	return min(int((math.Log(float64(d))-l)/(h-l)*float64(n)), n-1)
 }
 

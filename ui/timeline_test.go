@@ -311,3 +311,14 @@ func TestOverlapOfASectionAndAHolding(t *testing.T) {
 		t.Errorf("overlap %v..%v, want -15s..-12s within %v", got[0][0].Sub(t0), got[0][1].Sub(t0), clocks)
 	}
 }
+
+// A hold whose end was recorded before its start (a negative duration: two sources' clocks,
+// or the holders of a shared lock) lands in the first bucket; its logarithm was NaN, the
+// bucket index the most negative int, and the rw-pool demo's console panicked.
+func TestLogBucketNegativeHolds(t *testing.T) {
+	for _, c := range [][3]time.Duration{{-5 * time.Millisecond, -10 * time.Millisecond, time.Second}, {0, -time.Second, time.Second}, {time.Nanosecond, 0, 2}} {
+		if b := logBucket(c[0], c[1], c[2], histogramBuckets); b < 0 || b >= histogramBuckets {
+			t.Errorf("logBucket(%v, %v, %v) = %d, want a bucket in [0, %d)", c[0], c[1], c[2], b, histogramBuckets)
+		}
+	}
+}
