@@ -235,8 +235,24 @@ func (c *Cluster) Node(addr string) *Server {
 	return nil
 }
 
-// MasterOf is the running master serving key's slot, and its replicas.
+// MasterOf is the running master serving key's slot, and its replicas. A question that
+// failed in Redis or the network (a loaded machine can take more than one attempt's 2 s to
+// answer CLUSTER SHARDS) is asked again, for up to 10 s.
 func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var asked bool
+		master, replicas, asked, err = c.masterOnce(key)
+		if err == nil || asked || !time.Now().Before(deadline) {
+			return master, replicas, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// masterOnce is one attempt of MasterOf; asked says the cluster answered (an error then is
+// about what it said, not a failure to ask).
+func (c *Cluster) masterOnce(key string) (master *Server, replicas []*Server, asked bool, err error) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.answeringAddrs(), DialTimeout: time.Second, MaxRetries: -1})
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -244,11 +260,11 @@ func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err 
 	// The slot map reloads lazily; ask it fresh.
 	slot, err := cc.ClusterKeySlot(ctx, key).Result()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	for _, sh := range shards {
 		serves := false
@@ -273,11 +289,11 @@ func (c *Cluster) MasterOf(key string) (master *Server, replicas []*Server, err 
 			}
 		}
 		if master == nil {
-			return nil, nil, fmt.Errorf("redistest: no online master of this cluster serves slot %d", slot)
+			return nil, nil, true, fmt.Errorf("redistest: no online master of this cluster serves slot %d", slot)
 		}
-		return master, replicas, nil
+		return master, replicas, true, nil
 	}
-	return nil, nil, fmt.Errorf("redistest: no node serves slot %d", slot)
+	return nil, nil, true, fmt.Errorf("redistest: no node serves slot %d", slot)
 }
 
 // FailoverForce promotes replica at once (CLUSTER FAILOVER FORCE: no hand-shake with its
