@@ -58,27 +58,13 @@ func BenchmarkObtainMulti(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	variants := []func(){multi, sequential, plain}
-	var spent [3]time.Duration
-	for _, v := range variants { // warm up connections and script caches
-		v()
-	}
-	n := 0
-	for b.Loop() {
-		for i, v := range variants {
-			start := time.Now()
-			v()
-			spent[i] += time.Since(start)
-		}
-		n++
-	}
-	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(n) }
-	b.ReportMetric(per(0), "multi3-ns/cycle")
-	b.ReportMetric(per(1), "sequential3-ns/cycle")
-	b.ReportMetric(per(2), "plain-ns/cycle")
-	b.ReportMetric(per(0)/per(2), "multi3/plain")
-	b.ReportMetric(per(1)/per(2), "sequential3/plain")
-	b.ReportMetric(per(0)/per(1), "multi3/sequential3")
+	per := interleaved(b, multi, sequential, plain)
+	b.ReportMetric(per[0], "multi3-ns/cycle")
+	b.ReportMetric(per[1], "sequential3-ns/cycle")
+	b.ReportMetric(per[2], "plain-ns/cycle")
+	b.ReportMetric(per[0]/per[2], "multi3/plain")
+	b.ReportMetric(per[1]/per[2], "sequential3/plain")
+	b.ReportMetric(per[0]/per[1], "multi3/sequential3")
 }
 
 // BenchmarkObtainMultiContended runs 8 goroutines on one Client, each taking random sets of 2

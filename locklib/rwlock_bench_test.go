@@ -39,30 +39,16 @@ func BenchmarkRWCycle(b *testing.B) {
 		}
 		defer l.Release(ctx)
 	}
-	variants := []func(){
+	per := interleaved(b,
 		cycle(c.Obtain, "lock:bench:plain"),
 		cycle(c.ObtainRead, "lock:bench:rw:read"),
 		cycle(c.ObtainWrite, "lock:bench:rw:write"),
 		cycle(c.ObtainRead, crowded),
-	}
-	var spent [4]time.Duration
-	for _, v := range variants {
-		v()
-	}
-	n := 0
-	for b.Loop() {
-		for i, v := range variants {
-			start := time.Now()
-			v()
-			spent[i] += time.Since(start)
-		}
-		n++
-	}
-	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(n) }
-	b.ReportMetric(per(0), "plain-ns/cycle")
-	b.ReportMetric(per(1), "read-ns/cycle")
-	b.ReportMetric(per(2), "write-ns/cycle")
-	b.ReportMetric(per(1)/per(0), "read/plain")
-	b.ReportMetric(per(2)/per(0), "write/plain")
-	b.ReportMetric(per(3)/per(0), "read8/plain")
+	)
+	b.ReportMetric(per[0], "plain-ns/cycle")
+	b.ReportMetric(per[1], "read-ns/cycle")
+	b.ReportMetric(per[2], "write-ns/cycle")
+	b.ReportMetric(per[1]/per[0], "read/plain")
+	b.ReportMetric(per[2]/per[0], "write/plain")
+	b.ReportMetric(per[3]/per[0], "read8/plain")
 }
